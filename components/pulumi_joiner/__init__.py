@@ -1,0 +1,1 @@
+"""Pulumi components that ship Joiner as an infrastructure module."""

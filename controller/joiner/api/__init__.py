@@ -1,0 +1,1 @@
+"""Karpenter v1 API objects, labels, quantities and the requirements algebra."""

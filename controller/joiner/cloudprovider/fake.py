@@ -1,0 +1,212 @@
+"""An in-memory cloud with a synthetic catalogue, for exact tests and scenarios.
+
+``new_instance_type`` builds one type the way Karpenter's fake provider does;
+``FakeCloudProvider`` launches "instances" instantly, picking the cheapest
+compatible available offering, and can be told that offerings have no capacity.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.nodeclaim import NodeClaim
+from joiner.api.nodepool import NodePool
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.clock import Clock, FakeClock
+from joiner.cloudprovider.types import (
+    InstanceType,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    Offering,
+    Overhead,
+)
+
+PROVIDER_ID_PREFIX = "fake://"
+DEFAULT_ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
+
+
+def new_instance_type(
+    name: str,
+    cpu: str | int = "4",
+    memory: str = "4Gi",
+    pods: int = 5,
+    arch: str = "amd64",
+    os: str = "linux",
+    offerings: Iterable[Offering] | None = None,
+    resources: Mapping[str, str] | None = None,
+    overhead: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> InstanceType:
+    """One synthetic type. Without offerings it has spot and on-demand in every default
+    zone, priced from its size (on-demand twice spot)."""
+    capacity = res.parse_resource_list({"cpu": str(cpu), "memory": memory, "pods": str(pods)})
+    capacity.update(res.parse_resource_list(resources))
+    if offerings is None:
+        base = capacity["cpu"] / 1000 * 0.025 + capacity["memory"] / 1000 / 2**30 * 0.001
+        offerings = [
+            Offering(zone, ct, round(base * (1 if ct == wk.CAPACITY_TYPE_SPOT else 2), 6))
+            for zone in DEFAULT_ZONES
+            for ct in (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
+        ]
+    offerings = list(offerings)
+    type_labels = {
+        wk.INSTANCE_TYPE: name,
+        wk.ARCH: arch,
+        wk.OS: os,
+        wk.INSTANCE_CPU: str(capacity["cpu"] // 1000),
+        wk.INSTANCE_MEMORY: str(capacity["memory"] // 1000 // 2**20),
+        **(labels or {}),
+    }
+    requirements = Requirements(Requirement.new(k, IN, [v]) for k, v in type_labels.items())
+    requirements.add(
+        Requirement.new(wk.ZONE, IN, sorted({o.zone for o in offerings})),
+        Requirement.new(wk.CAPACITY_TYPE, IN, sorted({o.capacity_type for o in offerings})),
+    )
+    return InstanceType(
+        name=name,
+        requirements=requirements,
+        offerings=offerings,
+        capacity=capacity,
+        overhead=Overhead(kube_reserved=res.parse_resource_list(overhead)),
+    )
+
+
+def benchmark_instance_types(count: int = 400) -> list[InstanceType]:
+    """Karpenter's scheduling-benchmark catalogue: type i has i+1 vCPU, 2(i+1) GiB and
+    10(i+1) pods."""
+    return [
+        new_instance_type(
+            f"fake-it-{i}", cpu=str(i + 1), memory=f"{2 * (i + 1)}Gi", pods=10 * (i + 1)
+        )
+        for i in range(count)
+    ]
+
+
+@dataclass
+class FakeInstance:
+    nodeclaim: NodeClaim
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+    launched_at: float
+
+
+class FakeCloudProvider:
+    """Launches instantly and remembers what it launched."""
+
+    name = "fake"
+
+    def __init__(self, instance_types: Sequence[InstanceType], clock: Clock | None = None) -> None:
+        self.instance_types = list(instance_types)
+        self.clock = clock or FakeClock()
+        self.instances: dict[str, FakeInstance] = {}
+        self.unavailable: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
+        self.create_calls: list[NodeClaim] = []
+        self.drifted: dict[str, str] = {}  # provider id -> drift reason, set by tests
+        self._ids = itertools.count(1)
+
+    # --- the CloudProvider port ----------------------------------------------
+
+    def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        return [self._with_availability(it) for it in self.instance_types]
+
+    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        self.create_calls.append(nodeclaim)
+        requirements = nodeclaim.requirement_set()
+        requests = nodeclaim.requests_milli
+        by_name = {it.name: it for it in self.instance_types}
+        names = nodeclaim.instance_type_candidates() or list(by_name)
+        choices = [
+            (offering.price, index, by_name[name], offering)
+            for index, name in enumerate(names)
+            if name in by_name and res.fits(requests, by_name[name].allocatable)
+            for offering in self._with_availability(by_name[name]).compatible_offerings(
+                requirements
+            )
+        ]
+        if not choices:
+            for name in names:
+                for o in by_name[name].offerings if name in by_name else ():
+                    if o.compatible_with(requirements):
+                        self.unavailable.add((name, o.zone, o.capacity_type))
+            raise InsufficientCapacityError(
+                f"no capacity for {nodeclaim.name} in any of {len(names)} instance types"
+            )
+        _, _, instance_type, offering = min(choices, key=lambda c: (c[0], c[1]))
+        return self._launch(nodeclaim, instance_type, offering)
+
+    def delete(self, nodeclaim: NodeClaim) -> None:
+        provider_id = nodeclaim.status.provider_id
+        if not provider_id or provider_id not in self.instances:
+            raise NodeClaimNotFoundError(f"instance {provider_id} not found")
+        del self.instances[provider_id]
+
+    def get(self, provider_id: str) -> NodeClaim:
+        instance = self.instances.get(provider_id)
+        if instance is None:
+            raise NodeClaimNotFoundError(f"instance {provider_id} not found")
+        return copy.deepcopy(instance.nodeclaim)
+
+    def list(self) -> list[NodeClaim]:
+        return [copy.deepcopy(i.nodeclaim) for i in self.instances.values()]
+
+    def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
+        return self.drifted.get(nodeclaim.status.provider_id or "")
+
+    # --- helpers ---------------------------------------------------------------
+
+    def _with_availability(self, instance_type: InstanceType) -> InstanceType:
+        if not self.unavailable:
+            return instance_type
+        offerings = [
+            Offering(
+                o.zone,
+                o.capacity_type,
+                o.price,
+                o.available
+                and (instance_type.name, o.zone, o.capacity_type) not in self.unavailable,
+            )
+            for o in instance_type.offerings
+        ]
+        return InstanceType(
+            instance_type.name,
+            instance_type.requirements,
+            offerings,
+            instance_type.capacity,
+            instance_type.overhead,
+        )
+
+    def _launch(
+        self, nodeclaim: NodeClaim, instance_type: InstanceType, offering: Offering
+    ) -> NodeClaim:
+        instance_id = f"i-{next(self._ids):017x}"
+        launched = copy.deepcopy(nodeclaim)
+        launched.status.provider_id = f"{PROVIDER_ID_PREFIX}/{offering.zone}/{instance_id}"
+        launched.status.capacity = res.format_resource_list(instance_type.capacity)
+        launched.status.allocatable = res.format_resource_list(instance_type.allocatable)
+        launched.labels.update(
+            {
+                **{
+                    k: r.any_value()
+                    for k, r in instance_type.requirements.items()
+                    if r.any_value() is not None and len(r) == 1
+                },
+                wk.ZONE: offering.zone,
+                wk.CAPACITY_TYPE: offering.capacity_type,
+            }
+        )
+        self.instances[launched.status.provider_id] = FakeInstance(
+            launched,
+            instance_type.name,
+            offering.zone,
+            offering.capacity_type,
+            offering.price,
+            self.clock.now(),
+        )
+        return copy.deepcopy(launched)

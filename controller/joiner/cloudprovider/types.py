@@ -1,0 +1,133 @@
+"""The CloudProvider port and the instance-type model the scheduler reads.
+
+An ``InstanceType`` carries its well-known labels as ``Requirements`` (zone and
+capacity type span its offerings), its capacity, the overhead reserved on the
+node, and its ``Offering``s: zone x capacity type, each with a price and
+whether it can be launched now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol, runtime_checkable
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.nodeclaim import NodeClaim
+from joiner.api.nodepool import NodePool
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.api.resources import ResourceList
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+
+    def requirements(self) -> Requirements:
+        return Requirements(
+            [
+                Requirement.new(wk.ZONE, IN, [self.zone]),
+                Requirement.new(wk.CAPACITY_TYPE, IN, [self.capacity_type]),
+            ]
+        )
+
+    def compatible_with(self, requirements: Requirements) -> bool:
+        return requirements.get_requirement(wk.ZONE).has(
+            self.zone
+        ) and requirements.get_requirement(wk.CAPACITY_TYPE).has(self.capacity_type)
+
+
+@dataclass(slots=True)
+class Overhead:
+    kube_reserved: ResourceList = field(default_factory=dict)
+    system_reserved: ResourceList = field(default_factory=dict)
+    eviction_threshold: ResourceList = field(default_factory=dict)
+
+    def total(self) -> ResourceList:
+        return res.add(self.kube_reserved, self.system_reserved, self.eviction_threshold)
+
+
+@dataclass
+class InstanceType:
+    name: str
+    requirements: Requirements
+    offerings: list[Offering]
+    capacity: ResourceList
+    overhead: Overhead = field(default_factory=Overhead)
+
+    @cached_property
+    def allocatable(self) -> ResourceList:
+        """Capacity minus overhead, never negative."""
+        reserved = self.overhead.total()
+        return {
+            name: max(0, amount - reserved.get(name, 0)) for name, amount in self.capacity.items()
+        }
+
+    def available_offerings(self) -> list[Offering]:
+        return [o for o in self.offerings if o.available]
+
+    def compatible_offerings(self, requirements: Requirements) -> list[Offering]:
+        return [o for o in self.offerings if o.available and o.compatible_with(requirements)]
+
+    def cheapest_price(self, requirements: Requirements | None = None) -> float | None:
+        offerings = (
+            self.compatible_offerings(requirements)
+            if requirements is not None
+            else self.available_offerings()
+        )
+        return min((o.price for o in offerings), default=None)
+
+
+# --- errors ------------------------------------------------------------------
+
+
+class CloudProviderError(Exception):
+    """Base for errors the controllers act on."""
+
+
+class InsufficientCapacityError(CloudProviderError):
+    """No requested offering could be launched; they are now marked unavailable."""
+
+
+class NodeClaimNotFoundError(CloudProviderError):
+    """The instance behind a NodeClaim does not exist (any more)."""
+
+
+class NodeClassNotReadyError(CloudProviderError):
+    """The NodeClaim's node class cannot be used to launch yet."""
+
+
+# --- the port ----------------------------------------------------------------
+
+
+@runtime_checkable
+class CloudProvider(Protocol):
+    """What controllers need from a cloud (mirrors Karpenter's interface).
+
+    ``create`` launches one instance for the NodeClaim and returns the NodeClaim
+    with ``status.providerID``, ``status.capacity``/``allocatable`` and the labels
+    of what was launched (instance type, zone, capacity type, ...). It raises
+    ``InsufficientCapacityError`` or ``NodeClassNotReadyError``.
+    ``delete`` raises ``NodeClaimNotFoundError`` once the instance is gone.
+    """
+
+    name: str
+
+    def create(self, nodeclaim: NodeClaim) -> NodeClaim: ...
+
+    def delete(self, nodeclaim: NodeClaim) -> None: ...
+
+    def get(self, provider_id: str) -> NodeClaim: ...
+
+    def list(self) -> list[NodeClaim]: ...
+
+    def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]: ...
+
+    def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
+        """A drift reason (e.g. ``AMIDrift``), or None."""
+        ...

@@ -1,0 +1,1 @@
+"""Subcommands of the ``joiner`` command line (see ``joiner.cli``)."""

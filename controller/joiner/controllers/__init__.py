@@ -1,0 +1,1 @@
+"""Reconcilers, one job each."""

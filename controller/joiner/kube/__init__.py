@@ -1,0 +1,1 @@
+"""The Kubernetes port: one protocol, a memory adapter and an http adapter."""

@@ -1,0 +1,1 @@
+"""Pure provisioning simulation: pending pods + pools + cluster snapshot -> plan [SPEC 3]."""

@@ -1,0 +1,1 @@
+"""The simulator: the real controller on a virtual clock."""

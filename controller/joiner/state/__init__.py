@@ -1,0 +1,1 @@
+"""ClusterState: what the controllers know about nodes, NodeClaims and pods."""
