@@ -20,7 +20,7 @@ demo: install
 	@echo "(the simulator is not built yet: 'make demo' will run examples/walkthrough.yaml)"
 
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -q
 
 lint: install
 	$(BIN)/ruff check .

@@ -49,4 +49,8 @@ def to_rfc3339(t: float) -> str:
 
 
 def from_rfc3339(s: str) -> float:
-    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+    """Seconds since the epoch; a timestamp without an offset is read as UTC, never local."""
+    parsed = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()

@@ -23,10 +23,13 @@ def parse_duration(text: str) -> float | None:
     return sum(float(n) * _UNIT[u] for n, u in _PART.findall(text))
 
 
-def format_duration(seconds: float) -> str:
-    """The shortest h/m/s form: 5400 -> '1h30m', 0 -> '0s'."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
+def format_duration(seconds: float | None) -> str:
+    """The shortest h/m/s form in whole seconds: 5400 -> '1h30m', 0 -> '0s', None -> 'Never'."""
+    if seconds is None:
+        return NEVER
+    sign = "-" if seconds < 0 else ""
+    hours, rest = divmod(int(abs(seconds)), 3600)
     minutes, secs = divmod(rest, 60)
     out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
-    return out + (f"{secs}s" if secs or not out else "")
+    out += f"{secs}s" if secs or not out else ""
+    return sign + out if out != "0s" else out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,9 +115,10 @@ class EC2NodeClass:
         spec: dict[str, Any] = {
             "subnetSelectorTerms": copy.deepcopy(self.subnet_selector_terms),
             "securityGroupSelectorTerms": copy.deepcopy(self.security_group_selector_terms),
-            "amiSelectorTerms": copy.deepcopy(self.ami_selector_terms),
             "metadataOptions": dict(self.metadata_options),
         }
+        if self.ami_selector_terms:
+            spec["amiSelectorTerms"] = copy.deepcopy(self.ami_selector_terms)
         for attr, key in self._OPTIONAL:
             if getattr(self, attr) is not None:
                 spec[key] = getattr(self, attr)
@@ -138,6 +141,15 @@ class EC2NodeClass:
     @property
     def name(self) -> str:
         return self.metadata.get("name", "")
+
+    def static_hash(self) -> str:
+        """Static drift hash (``karpenter.k8s.aws/ec2nodeclass-hash``) over the spec fields
+        that change how a node is launched; selector results are compared separately."""
+        spec = self.to_dict()["spec"]
+        for dynamic in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"):
+            spec.pop(dynamic, None)
+        canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def resolved_ami_family(self) -> str:
         """amiFamily, else the family of the alias term, else AL2023."""

@@ -96,8 +96,15 @@ BETA_ALIASES = {
 
 # Label keys a NodePool template may not set [SPEC 1].
 RESTRICTED_LABELS = frozenset({NODEPOOL, HOSTNAME, NODE_REGISTERED, NODE_INITIALIZED})
-RESTRICTED_LABEL_DOMAINS = ("karpenter.sh",)
-AWS_RESTRICTED_LABEL_DOMAINS = ("karpenter.k8s.aws",)
+# Label domains the kubelet forbids or Karpenter reserves, and their allowed sub-domains.
+AWS_RESTRICTED_LABEL_DOMAINS = (AWS_GROUP,)
+RESTRICTED_LABEL_DOMAINS = (
+    "kubernetes.io",
+    "k8s.io",
+    KARPENTER_GROUP,
+    *AWS_RESTRICTED_LABEL_DOMAINS,
+)
+LABEL_DOMAIN_EXCEPTIONS = ("kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io")
 
 # Annotations
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -114,21 +121,27 @@ UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
 DISRUPTED_TAINT = {"key": DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}
 UNREGISTERED_TAINT = {"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}
 
+# Tags Joiner owns on EC2 resources; an EC2NodeClass may not set them [SPEC 1].
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
+CLUSTER_TAG_PREFIX = "kubernetes.io/cluster"
+
 # Finalizers
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 
-# Instance-type name -> labels, e.g. c6gd.large -> category c, generation 6,
-# family c6gd, size large. Letters after the generation are attributes (g, d, n...).
-_INSTANCE_TYPE_NAME = re.compile(r"^(?P<category>[a-z]+?)(?P<generation>[0-9]+)[a-z0-9-]*$")
+# Instance-type name -> labels, as the AWS provider derives them: category is the leading
+# letters, generation the digits after them (skipping a "-<N>tb" memory tag, so u-6tb1 is
+# generation 1), e.g. c6gd.large -> category c, generation 6, family c6gd, size large.
+_INSTANCE_TYPE_NAME = re.compile(r"^(?P<category>[a-z]+)(?:-[0-9]+tb)?(?P<generation>[0-9]+).*\.")
 
 
 def instance_type_labels(name: str) -> dict[str, str]:
     """The labels derivable from an EC2 instance-type name alone."""
-    family, _, size = name.partition(".")
-    labels = {INSTANCE_TYPE: name, INSTANCE_FAMILY: family}
-    if size:
-        labels[INSTANCE_SIZE] = size
-    match = _INSTANCE_TYPE_NAME.match(family)
+    labels = {INSTANCE_TYPE: name}
+    parts = name.split(".")
+    if len(parts) == 2:
+        labels[INSTANCE_FAMILY], labels[INSTANCE_SIZE] = parts
+    match = _INSTANCE_TYPE_NAME.match(name)
     if match:
         labels[INSTANCE_CATEGORY] = match["category"]
         labels[INSTANCE_GENERATION] = match["generation"]
@@ -141,21 +154,29 @@ def normalize_key(key: str) -> str:
 
 
 def is_restricted_label(key: str) -> bool:
-    """True for keys a NodePool template may not set (karpenter.sh/capacity-type is allowed,
-    and so are the well-known karpenter.k8s.aws/* keys)."""
-    if key in RESTRICTED_LABELS:
+    """True for keys a NodePool template may not set (the rules of Karpenter's NodePool CRD).
+
+    Forbidden: karpenter.sh/nodepool, kubernetes.io/hostname, the karpenter.sh, kubernetes.io,
+    k8s.io and karpenter.k8s.aws domains. Allowed within them: the well-known labels (except
+    karpenter.sh/nodepool and karpenter.k8s.aws/ec2nodeclass), their beta aliases, and the
+    node.kubernetes.io, node-restriction.kubernetes.io and kops.k8s.io sub-domains.
+    """
+    if key in RESTRICTED_LABELS or key == EC2NODECLASS:
         return True
-    domain = _domain(key)
-    if key != CAPACITY_TYPE and any(_within(domain, d) for d in RESTRICTED_LABEL_DOMAINS):
-        return True
-    return key not in AWS_WELL_KNOWN_LABELS and any(
-        _within(domain, d) for d in AWS_RESTRICTED_LABEL_DOMAINS
-    )
+    if key in WELL_KNOWN_LABELS or key in BETA_ALIASES:
+        return False
+    return _in_restricted_domain(key)
 
 
-def _domain(key: str) -> str:
-    return key.split("/", 1)[0] if "/" in key else ""
+def is_restricted_node_label(key: str) -> bool:
+    """True for labels Karpenter does not put on a node from requirements: well-known labels
+    (the cloud provider sets them), kubernetes.io/hostname and reserved domains."""
+    return key in WELL_KNOWN_LABELS or key in RESTRICTED_LABELS or _in_restricted_domain(key)
 
 
-def _within(domain: str, parent: str) -> bool:
-    return domain == parent or domain.endswith("." + parent)
+def _in_restricted_domain(key: str) -> bool:
+    # Suffix matches on the domain, as Karpenter's validation does.
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    if any(domain.endswith(allowed) for allowed in LABEL_DOMAIN_EXCEPTIONS):
+        return False
+    return any(domain.endswith(restricted) for restricted in RESTRICTED_LABEL_DOMAINS)

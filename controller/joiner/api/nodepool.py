@@ -7,6 +7,8 @@ Kubernetes form. Validation lives in ``joiner.api.validation``.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +215,14 @@ class NodePool:
     @property
     def limits_milli(self) -> ResourceList:
         return parse_resource_list(self.limits)
+
+    def template_hash(self) -> str:
+        """Static drift hash [API-1]: over ``spec.template`` without its requirements
+        (requirement drift is checked against the requirements themselves)."""
+        template = self.template.to_dict()
+        template["spec"].pop("requirements", None)
+        canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def requirements(self) -> Requirements:
         """Everything a node of this pool is known to satisfy: template requirements and

@@ -1,19 +1,26 @@
 """The requirements algebra [SPEC 3.6]: label constraints that intersect.
 
-A ``Requirement`` is a set of allowed values for one label key, written either
-as a finite set (``In``; empty means ``DoesNotExist``) or as the complement of
-one (``NotIn``; empty complement means ``Exists``), optionally bounded by
-``Gt``/``Lt`` for integer values. ``Gte N`` is ``Gt N-1`` and ``Lte N`` is
-``Lt N+1``. Intersecting two requirements never widens either.
+A ``Requirement`` says which nodes satisfy a constraint on one label key: the
+values the label may take, written either as a finite set (``In``) or as the
+complement of one (``NotIn``, ``Exists``), optionally bounded by ``Gt``/``Lt``
+for integer values, plus whether a node *without* the label satisfies it
+(``absent``: true for ``NotIn`` and ``DoesNotExist``). ``Gte N`` is ``Gt N-1``
+and ``Lte N`` is ``Lt N+1``. Intersection is the logical AND of Kubernetes
+node-selector expressions: values intersect and absence is allowed only when
+both allow it, so ``Exists`` AND ``NotIn [a]`` still needs the label and
+``In [a]`` AND ``In [b]`` is unsatisfiable (not ``DoesNotExist``).
+Intersecting two requirements never widens either.
 
 ``Requirements`` maps keys to requirements. Two sets of requirements are
-*compatible* when every shared key has a value both allow, and every custom key
-the other side requires is defined on this side (well-known keys, whose values
-come from instance types and offerings, may be undefined) [SPEC 3.6].
+*compatible* when every shared key can be satisfied by both (a common value, or
+both accept a node without the label), and every custom key the other side
+requires is defined on this side (well-known keys, whose values come from
+instance types and offerings, may be undefined) [SPEC 3.6].
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -23,7 +30,9 @@ from joiner.api import labels as wk
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
 GT, LT, GTE, LTE = "Gt", "Lt", "Gte", "Lte"
 OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
-_NEGATIVE = (NOT_IN, DOES_NOT_EXIST)
+# Integers as Kubernetes and Go's strconv.Atoi read them (no spaces, underscores or
+# non-ASCII digits, which Python's int() would accept).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class RequirementError(ValueError):
@@ -31,10 +40,7 @@ class RequirementError(ValueError):
 
 
 def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return int(value) if isinstance(value, str) and _INTEGER.fullmatch(value) else None
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:
@@ -46,7 +52,16 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
 
 
 class Requirement:
-    __slots__ = ("complement", "greater_than", "key", "less_than", "min_values", "values")
+    __slots__ = (
+        "_has_bounds",
+        "absent",
+        "complement",
+        "greater_than",
+        "key",
+        "less_than",
+        "min_values",
+        "values",
+    )
 
     def __init__(
         self,
@@ -56,43 +71,70 @@ class Requirement:
         greater_than: int | None = None,
         less_than: int | None = None,
         min_values: int | None = None,
+        absent: bool | None = None,
     ) -> None:
+        """``absent`` defaults to what the value set alone implies: true for an empty
+        finite set (DoesNotExist) and an unbounded, non-empty complement (NotIn)."""
         self.key = key
         self.complement = complement
         self.values = frozenset(values)
         self.greater_than = greater_than
         self.less_than = less_than
         self.min_values = min_values
+        self._has_bounds = greater_than is not None or less_than is not None
+        if absent is None:
+            absent = (not complement and not self.values) or (
+                complement and bool(self.values) and not self._has_bounds
+            )
+        self.absent = absent
 
     @classmethod
     def new(
         cls, key: str, operator: str, values: Iterable[str] = (), min_values: int | None = None
     ) -> Requirement:
         key = wk.normalize_key(key)
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise RequirementError(f"values of {key!r} must be a list, got {values!r}")
+        if min_values is not None and (
+            isinstance(min_values, bool) or not isinstance(min_values, int)
+        ):
+            raise RequirementError(f"minValues of {key!r} must be an integer, got {min_values!r}")
         values = [str(v) for v in values]
         if operator == IN:
-            return cls(key, False, values, min_values=min_values)
+            return cls(key, False, values, min_values=min_values, absent=False)
         if operator == NOT_IN:
-            return cls(key, True, values, min_values=min_values)
+            # NotIn [] is Exists, as in Karpenter.
+            return cls(key, True, values, min_values=min_values, absent=bool(values))
         if operator == EXISTS:
-            return cls(key, True, min_values=min_values)
+            return cls(key, True, min_values=min_values, absent=False)
         if operator == DOES_NOT_EXIST:
-            return cls(key, False, min_values=min_values)
+            return cls(key, False, min_values=min_values, absent=True)
         if operator in (GT, LT, GTE, LTE):
-            bound = _as_int(values[0]) if len(values) == 1 else None
-            if bound is None:
-                raise RequirementError(f"{operator} on {key!r} needs exactly one integer value")
-            if operator == GT:
-                return cls(key, True, greater_than=bound, min_values=min_values)
-            if operator == GTE:
-                return cls(key, True, greater_than=bound - 1, min_values=min_values)
-            if operator == LT:
-                return cls(key, True, less_than=bound, min_values=min_values)
-            return cls(key, True, less_than=bound + 1, min_values=min_values)
+            return cls._bounded(key, operator, values, min_values)
         raise RequirementError(f"unknown operator {operator!r} on {key!r}")
 
     @classmethod
+    def _bounded(
+        cls, key: str, operator: str, values: list[str], min_values: int | None
+    ) -> Requirement:
+        bound = _as_int(values[0]) if len(values) == 1 else None
+        if bound is None:
+            raise RequirementError(
+                f"{operator} on {key!r} needs exactly one integer value, got {values!r}"
+            )
+        greater_than = {GT: bound, GTE: bound - 1}.get(operator)
+        less_than = {LT: bound, LTE: bound + 1}.get(operator)
+        return cls(key, True, (), greater_than, less_than, min_values, absent=False)
+
+    @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Requirement:
+        """From ``{key, operator, values, minValues}``; a malformed entry raises
+        RequirementError naming the field."""
+        if not isinstance(raw, Mapping):
+            raise RequirementError(f"a requirement must be a mapping, got {raw!r}")
+        for field in ("key", "operator"):
+            if not isinstance(raw.get(field), str) or not raw[field]:
+                raise RequirementError(f"requirement {dict(raw)!r} needs a string {field!r}")
         return cls.new(raw["key"], raw["operator"], raw.get("values") or (), raw.get("minValues"))
 
     # --- set semantics -------------------------------------------------------
@@ -108,6 +150,7 @@ class Requirement:
         return self.less_than is None or number < self.less_than
 
     def has(self, value: str) -> bool:
+        """Whether a node whose label has this value satisfies the requirement."""
         if self.complement:
             return value not in self.values and self._within_bounds(value)
         return value in self.values and self._within_bounds(value)
@@ -120,16 +163,19 @@ class Requirement:
 
     def allows_absence(self) -> bool:
         """Whether a node without the label satisfies this (NotIn, DoesNotExist)."""
-        unbounded = self.greater_than is None and self.less_than is None
-        return (not self.complement and not self.values) or (
-            self.complement and bool(self.values) and unbounded
-        )
+        return self.absent
 
     def is_empty(self) -> bool:
+        """No label value satisfies this (DoesNotExist, or a contradiction)."""
         return not self.complement and not self.values
+
+    def is_unsatisfiable(self) -> bool:
+        """No node satisfies this: no value allowed, and the label may not be absent."""
+        return self.is_empty() and not self.absent
 
     @property
     def operator(self) -> str:
+        """The operator that best describes the allowed values (bounds read as Exists)."""
         if self.complement:
             return NOT_IN if self.values else EXISTS
         return IN if self.values else DOES_NOT_EXIST
@@ -138,8 +184,10 @@ class Requirement:
         greater_than = _max_opt(self.greater_than, other.greater_than)
         less_than = _min_opt(self.less_than, other.less_than)
         min_values = _max_opt(self.min_values, other.min_values)
+        absent = self.absent and other.absent
         if greater_than is not None and less_than is not None and greater_than + 1 >= less_than:
-            return Requirement(self.key, False, min_values=min_values)
+            # No integer lies strictly between the bounds.
+            return Requirement(self.key, False, min_values=min_values, absent=absent)
         if self.complement and other.complement:
             values = self.values | other.values
         elif self.complement:
@@ -149,12 +197,14 @@ class Requirement:
         else:
             values = self.values & other.values
         complement = self.complement and other.complement
-        result = Requirement(self.key, complement, values, greater_than, less_than, min_values)
         if not complement:
             # A finite set absorbs its bounds.
-            kept = [v for v in values if result._within_bounds(v)]
-            result = Requirement(self.key, False, kept, min_values=min_values)
-        return result
+            probe = Requirement(self.key, True, (), greater_than, less_than, absent=False)
+            kept = [v for v in values if probe._within_bounds(v)]
+            return Requirement(self.key, False, kept, min_values=min_values, absent=absent)
+        return Requirement(
+            self.key, True, values, greater_than, less_than, min_values, absent=absent
+        )
 
     def any_value(self) -> str | None:
         """A deterministic allowed value for a finite set (the smallest), else None."""
@@ -165,23 +215,26 @@ class Requirement:
     # --- conversion ----------------------------------------------------------
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """As node selector requirements; bounds become Gt/Lt entries."""
+        """As node selector requirements (ANDed); bounds become Gt/Lt entries, and a
+        complement that needs the label gets an Exists entry unless a bound implies it."""
         out: list[dict[str, Any]] = []
+        bounded = self.greater_than is not None or self.less_than is not None
         if self.complement:
-            if self.values or (self.greater_than is None and self.less_than is None):
-                entry = {"key": self.key, "operator": self.operator}
-                if self.values:
-                    entry["values"] = sorted(self.values)
-                out.append(entry)
+            if self.values:
+                out.append({"key": self.key, "operator": NOT_IN, "values": sorted(self.values)})
+            if not self.absent and not bounded:
+                out.append({"key": self.key, "operator": EXISTS})
             if self.greater_than is not None:
                 out.append({"key": self.key, "operator": GT, "values": [str(self.greater_than)]})
             if self.less_than is not None:
                 out.append({"key": self.key, "operator": LT, "values": [str(self.less_than)]})
+        elif self.values:
+            out.append({"key": self.key, "operator": IN, "values": sorted(self.values)})
         else:
-            entry = {"key": self.key, "operator": self.operator}
-            if self.values:
-                entry["values"] = sorted(self.values)
-            out.append(entry)
+            if not self.absent:
+                # Unsatisfiable: the label must exist and must not.
+                out.append({"key": self.key, "operator": EXISTS})
+            out.append({"key": self.key, "operator": DOES_NOT_EXIST})
         if self.min_values is not None:
             out[0]["minValues"] = self.min_values
         return out
@@ -194,6 +247,7 @@ class Requirement:
             self.greater_than,
             self.less_than,
             self.min_values,
+            self.absent,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -203,8 +257,7 @@ class Requirement:
         return hash(self._identity())
 
     def __repr__(self) -> str:
-        parts = [f"{d['operator']} {d.get('values', '')}".strip() for d in self.to_dicts()]
-        return f"Requirement({self.key}: {' & '.join(parts)})"
+        return f"Requirement({self.key}: {_describe(self)})"
 
 
 class Requirements(Mapping[str, Requirement]):
@@ -279,14 +332,18 @@ class Requirements(Mapping[str, Requirement]):
         return self.copy().add(*other.values())
 
     def intersects(self, other: Requirements) -> str | None:
-        """None when every shared key has a common value, else the first conflict."""
-        for key in sorted(self._by_key.keys() & other._by_key.keys()):
-            mine, theirs = self._by_key[key], other._by_key[key]
-            if len(mine.intersection(theirs)) == 0:
-                if theirs.operator in _NEGATIVE and mine.operator in _NEGATIVE:
-                    continue
-                return f"key {key}: {_describe(theirs)} not in {_describe(mine)}"
-        return None
+        """None when every shared key can be satisfied by both sides (a common value, or
+        both accept a node without the label), else the first conflict."""
+        mine, theirs = self._by_key, other._by_key
+        conflicts = [
+            key
+            for key in mine.keys() & theirs.keys()
+            if not _jointly_satisfiable(mine[key], theirs[key])
+        ]
+        if not conflicts:
+            return None
+        key = min(conflicts)
+        return f"key {key}: {_describe(theirs[key])} not in {_describe(mine[key])}"
 
     def compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS
@@ -294,10 +351,11 @@ class Requirements(Mapping[str, Requirement]):
         """None when ``other`` can be satisfied here, else why not.
 
         Custom keys that ``other`` requires must be defined here, unless ``other``
-        only excludes values (NotIn / DoesNotExist). Well-known keys may be undefined.
+        is satisfied without the label (NotIn / DoesNotExist). Well-known keys may be
+        undefined.
         """
         for key in sorted(other._by_key.keys() - self._by_key.keys()):
-            if key in allow_undefined or other._by_key[key].operator in _NEGATIVE:
+            if key in allow_undefined or other._by_key[key].allows_absence():
                 continue
             return f"label {key!r} does not have known values"
         return self.intersects(other)
@@ -320,12 +378,15 @@ class Requirements(Mapping[str, Requirement]):
         return True
 
     def labels(self) -> dict[str, str]:
-        """Node labels implied by finite, non-well-known requirements (smallest value)."""
+        """Node labels implied by the requirements on keys Karpenter may set (not well-known,
+        not in a restricted domain): the smallest allowed value of a finite set, and the
+        smallest allowed non-negative integer of a complement that needs the label
+        (Exists, Gt, Lt; Karpenter picks a random one). NotIn needs no label."""
         out = {}
         for key, requirement in self._by_key.items():
-            if key in wk.WELL_KNOWN_LABELS or key == wk.HOSTNAME:
+            if wk.is_restricted_node_label(key):
                 continue
-            value = requirement.any_value()
+            value = _label_value(requirement)
             if value is not None:
                 out[key] = value
         return out
@@ -336,7 +397,7 @@ class Requirements(Mapping[str, Requirement]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Requirements) and self._by_key == other._by_key
 
-    def __hash__(self) -> int:  # pragma: no cover - mappings are not usually hashed
+    def __hash__(self) -> int:
         return hash(frozenset(self._by_key.items()))
 
     def __repr__(self) -> str:
@@ -349,6 +410,43 @@ def node_affinity_required_terms(pod: Mapping[str, Any]) -> list[Mapping[str, An
     return list(required.get("nodeSelectorTerms") or [])
 
 
+def _jointly_satisfiable(a: Requirement, b: Requirement) -> bool:
+    """Whether some node satisfies both: a common value, or both accept absence.
+    Equivalent to ``not a.intersection(b).is_unsatisfiable()`` without building the
+    intersection, because the scheduler asks this for every instance type."""
+    if a.absent and b.absent:
+        return True
+    if a._has_bounds or b._has_bounds:
+        if not a.complement or not b.complement:
+            finite = a.values if not a.complement else b.values
+            return any(a.has(value) and b.has(value) for value in finite)
+        return not a.intersection(b).is_unsatisfiable()
+    if not a.complement and not b.complement:
+        return not a.values.isdisjoint(b.values)
+    if not a.complement:
+        return not a.values <= b.values
+    if not b.complement:
+        return not b.values <= a.values
+    return True  # two co-finite sets always share a value
+
+
+def _label_value(requirement: Requirement) -> str | None:
+    if not requirement.complement:
+        return requirement.any_value()
+    if requirement.absent:
+        return None  # NotIn: a node without the label satisfies it
+    lowest = 0 if requirement.greater_than is None else max(0, requirement.greater_than + 1)
+    candidate = lowest
+    # Terminates: only finitely many values are excluded.
+    while requirement.less_than is None or candidate < requirement.less_than:
+        if str(candidate) not in requirement.values:
+            return str(candidate)
+        candidate += 1
+    return None
+
+
 def _describe(requirement: Requirement) -> str:
-    d = requirement.to_dicts()
-    return " & ".join(f"{x['operator']} {x.get('values', [])}" for x in d)
+    return " & ".join(
+        " ".join([entry["operator"], *([str(entry["values"])] if "values" in entry else [])])
+        for entry in requirement.to_dicts()
+    )

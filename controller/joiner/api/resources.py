@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
-from joiner.api.quantity import Quantity, format_quantity, parse_quantity
+from joiner.api.quantity import Quantity, QuantityError, format_quantity, parse_quantity
 
 ResourceList = dict[str, int]
 
@@ -19,13 +19,29 @@ MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 NODES = "nodes"  # a NodePool limit, not a node resource
+# Extended resources advertised by device plugins on accelerated instances.
+NVIDIA_GPU = "nvidia.com/gpu"
+AMD_GPU = "amd.com/gpu"
+AWS_NEURON = "aws.amazon.com/neuron"
+HABANA_GAUDI = "habana.ai/gaudi"
 
 # Resources written in bytes are formatted with binary suffixes.
 _BINARY_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE})
 
 
 def parse_resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:
-    return {name: parse_quantity(value).to_milli() for name, value in (raw or {}).items()}
+    """``{"cpu": "1500m"}`` -> ``{"cpu": 1500}``; a bad entry raises QuantityError naming it."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise QuantityError(f"a resource list must be a mapping, got {type(raw).__name__}")
+    parsed: ResourceList = {}
+    for name, value in raw.items():
+        try:
+            parsed[name] = parse_quantity(value).to_milli()
+        except QuantityError as error:
+            raise QuantityError(f"resource {name!r}: {error}") from None
+    return parsed
 
 
 def format_resource_list(resources: Mapping[str, int]) -> dict[str, str]:

@@ -11,9 +11,13 @@ import copy
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from joiner.api import ec2nodeclass as ncl
 from joiner.api import labels as wk
 from joiner.api import resources as res
+from joiner.api.conditions import TRUE, set_condition
+from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
@@ -28,6 +32,14 @@ from joiner.cloudprovider.types import (
 
 PROVIDER_ID_PREFIX = "fake://"
 DEFAULT_ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
+NODECLASS_CONDITIONS = (
+    ncl.VALIDATION_SUCCEEDED,
+    ncl.SUBNETS_READY,
+    ncl.SECURITY_GROUPS_READY,
+    ncl.AMIS_READY,
+    ncl.INSTANCE_PROFILE_READY,
+    ncl.READY,
+)
 
 
 def new_instance_type(
@@ -98,15 +110,25 @@ class FakeInstance:
 
 
 class FakeCloudProvider:
-    """Launches instantly and remembers what it launched."""
+    """Launches instantly and remembers what it launched.
+
+    Availability, like the AWS provider's: an offering launches unless the catalogue
+    says it is unavailable, a test put it in ``unavailable`` (until removed), or a
+    launch hit no capacity there within the last ``ICE_TTL`` seconds. Pools in
+    ``no_capacity`` look available but fail at launch, as an EC2 insufficient-capacity
+    error does; the failure is then cached like the real one.
+    """
 
     name = "fake"
+    ICE_TTL = 180.0  # seconds an insufficient-capacity error keeps an offering out
 
     def __init__(self, instance_types: Sequence[InstanceType], clock: Clock | None = None) -> None:
         self.instance_types = list(instance_types)
         self.clock = clock or FakeClock()
         self.instances: dict[str, FakeInstance] = {}
         self.unavailable: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
+        self.no_capacity: set[tuple[str, str, str]] = set()  # fail at launch
+        self.insufficient_capacity: dict[tuple[str, str, str], float] = {}  # pool -> when
         self.create_calls: list[NodeClaim] = []
         self.drifted: dict[str, str] = {}  # provider id -> drift reason, set by tests
         self._ids = itertools.count(1)
@@ -117,29 +139,28 @@ class FakeCloudProvider:
         return [self._with_availability(it) for it in self.instance_types]
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch the cheapest available offering compatible with the NodeClaim among its
+        candidate types (all types when it names none) that fit its requests; ties go to
+        the earlier candidate. Pools without capacity are skipped and cached as such."""
         self.create_calls.append(nodeclaim)
         requirements = nodeclaim.requirement_set()
-        requests = nodeclaim.requests_milli
-        by_name = {it.name: it for it in self.instance_types}
-        names = nodeclaim.instance_type_candidates() or list(by_name)
         choices = [
-            (offering.price, index, by_name[name], offering)
-            for index, name in enumerate(names)
-            if name in by_name and res.fits(requests, by_name[name].allocatable)
-            for offering in self._with_availability(by_name[name]).compatible_offerings(
+            (offering.price, index, instance_type, offering)
+            for index, instance_type in enumerate(self._candidates(nodeclaim, requirements))
+            for offering in self._with_availability(instance_type).compatible_offerings(
                 requirements
             )
         ]
-        if not choices:
-            for name in names:
-                for o in by_name[name].offerings if name in by_name else ():
-                    if o.compatible_with(requirements):
-                        self.unavailable.add((name, o.zone, o.capacity_type))
-            raise InsufficientCapacityError(
-                f"no capacity for {nodeclaim.name} in any of {len(names)} instance types"
-            )
-        _, _, instance_type, offering = min(choices, key=lambda c: (c[0], c[1]))
-        return self._launch(nodeclaim, instance_type, offering)
+        choices.sort(key=lambda choice: choice[:2])  # stable: equal prices keep offering order
+        for _, _, instance_type, offering in choices:
+            pool = (instance_type.name, offering.zone, offering.capacity_type)
+            if pool in self.no_capacity:
+                self.insufficient_capacity[pool] = self.clock.now()
+                continue
+            return self._launch(nodeclaim, instance_type, offering)
+        raise InsufficientCapacityError(
+            f"no capacity for {nodeclaim.name}: {len(choices)} compatible offerings tried"
+        )
 
     def delete(self, nodeclaim: NodeClaim) -> None:
         provider_id = nodeclaim.status.provider_id
@@ -159,18 +180,44 @@ class FakeCloudProvider:
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         return self.drifted.get(nodeclaim.status.provider_id or "")
 
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        """Every node class is Ready here: the fake cloud has no subnets or AMIs to find."""
+        status: dict[str, Any] = {"conditions": []}
+        for type_ in NODECLASS_CONDITIONS:
+            set_condition(status["conditions"], type_, TRUE, self.clock.now())
+        return status
+
     # --- helpers ---------------------------------------------------------------
 
+    def _candidates(self, nodeclaim: NodeClaim, requirements: Requirements) -> list[InstanceType]:
+        """The NodeClaim's instance types in its order, kept when they fit its requests and
+        their labels agree with its requirements."""
+        by_name = {it.name: it for it in self.instance_types}
+        names = nodeclaim.instance_type_candidates() or list(by_name)
+        requests = nodeclaim.requests_milli
+        return [
+            by_name[name]
+            for name in names
+            if name in by_name
+            and res.fits(requests, by_name[name].allocatable)
+            and requirements.intersects(by_name[name].requirements) is None
+        ]
+
+    def _is_available(self, pool: tuple[str, str, str]) -> bool:
+        if pool in self.unavailable:
+            return False
+        failed_at = self.insufficient_capacity.get(pool)
+        return failed_at is None or self.clock.now() - failed_at >= self.ICE_TTL
+
     def _with_availability(self, instance_type: InstanceType) -> InstanceType:
-        if not self.unavailable:
+        if not self.unavailable and not self.insufficient_capacity:
             return instance_type
         offerings = [
             Offering(
                 o.zone,
                 o.capacity_type,
                 o.price,
-                o.available
-                and (instance_type.name, o.zone, o.capacity_type) not in self.unavailable,
+                o.available and self._is_available((instance_type.name, o.zone, o.capacity_type)),
             )
             for o in instance_type.offerings
         ]

@@ -1,1 +1,48 @@
 """The Kubernetes port: one protocol, a memory adapter and an http adapter."""
+
+from joiner.kube.api import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Cause,
+    Conflict,
+    Forbidden,
+    Gone,
+    InternalError,
+    Invalid,
+    KubeAPI,
+    NotFound,
+    ObjectList,
+    PatchType,
+    PropagationPolicy,
+    ServiceUnavailable,
+    TooManyRequests,
+    UnsupportedMediaType,
+    Watch,
+    WatchEvent,
+)
+from joiner.kube.memory import MemoryKube, MemoryWatch
+
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Cause",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "InternalError",
+    "Invalid",
+    "KubeAPI",
+    "MemoryKube",
+    "MemoryWatch",
+    "NotFound",
+    "ObjectList",
+    "PatchType",
+    "PropagationPolicy",
+    "ServiceUnavailable",
+    "TooManyRequests",
+    "UnsupportedMediaType",
+    "Watch",
+    "WatchEvent",
+]

@@ -1,0 +1,386 @@
+"""Cluster: a NEW EKS cluster with Joiner on it (VPC or given subnets, OIDC, a small
+on-demand system node group for the controller, then the Autoscaler)."""
+
+import ipaddress
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Required, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from pulumi_joiner._common import (
+    TYPE_PREFIX,
+    ArgumentError,
+    after,
+    child_opts,
+    invoke_opts,
+    require,
+)
+from pulumi_joiner.autoscaler import CONTROLLER_PASSTHROUGH, Autoscaler, AutoscalerArgs
+from pulumi_joiner.node_role import NO_ACCESS, NodeRole
+from pulumi_joiner.nodepool import DISCOVERY_TAG
+
+DEFAULT_KUBERNETES_VERSION = "1.33"
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+MAX_ZONES = 3
+SYSTEM_NODE_LABEL = "joiner.sh/system-node"
+CRITICAL_ADDONS_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
+# Autoscaler arguments the Cluster passes through unchanged.
+AUTOSCALER_PASSTHROUGH = (
+    *CONTROLLER_PASSTHROUGH,
+    "use_pod_identity",
+    "enable_interruption",
+    "node_pools",
+)
+
+
+class _Network:
+    def __init__(
+        self,
+        vpc_id: pulumi.Input[str],
+        private_subnet_ids: list[pulumi.Input[str]],
+        public_subnet_ids: list[pulumi.Input[str]],
+        subnets_to_tag: list[pulumi.Input[str]],
+    ) -> None:
+        self.vpc_id = vpc_id
+        self.private_subnet_ids = private_subnet_ids
+        self.public_subnet_ids = public_subnet_ids
+        self.subnets_to_tag = subnets_to_tag
+
+
+class ClusterArgs(TypedDict, total=False):
+    """Inputs of Cluster."""
+
+    cluster_name: Required[str]
+    """Name of the EKS cluster to create."""
+    kubernetes_version: str
+    """Kubernetes version of the control plane (default 1.33)."""
+    vpc_cidr: str
+    """CIDR of the VPC to create (default 10.0.0.0/16); ignored with vpc_id."""
+    availability_zone_count: int
+    """Zones to spread the created subnets over, 1-3 (default 2)."""
+    vpc_id: pulumi.Input[str]
+    """Use this VPC instead of creating one (requires private_subnet_ids)."""
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    """Subnets of vpc_id for the nodes; they are tagged karpenter.sh/discovery."""
+    public_subnet_ids: Sequence[pulumi.Input[str]]
+    """Public subnets of vpc_id for load balancers (optional)."""
+    system_node_instance_types: Sequence[str]
+    """Instance types of the system node group (default [m5.large])."""
+    system_node_count: int
+    """Nodes in the system node group (default 2: one per controller replica)."""
+    endpoint_public_access: bool
+    """Expose the API server endpoint publicly (default true)."""
+    node_pools: Mapping[str, Any]
+    """NodePools: name -> {"node_pool": overrides, "node_class": overrides} (see Autoscaler)."""
+    use_pod_identity: bool
+    """Use EKS Pod Identity for the controller instead of IRSA (default false)."""
+    enable_interruption: bool
+    """Create the interruption queue and rules (default true)."""
+    image: pulumi.Input[str]
+    """Prebuilt controller image; when unset it is built and pushed to ECR."""
+    build_context: str
+    """Directory holding controller/Dockerfile (default: this checkout)."""
+    image_platform: str
+    """Platform of the built image (default linux/amd64)."""
+    namespace: str
+    """Namespace of the controller (default karpenter)."""
+    create_namespace: bool
+    """Create the namespace (default true)."""
+    service_account: str
+    """Service account of the controller (default karpenter)."""
+    replicas: int
+    """Controller replicas (default 2)."""
+    log_level: str
+    """Controller LOG_LEVEL (default info)."""
+    settings: Mapping[str, pulumi.Input[str]]
+    """Further controller settings by environment name."""
+    resources: Mapping[str, Any]
+    """Controller container resources."""
+    service_monitor: bool
+    """Create a Prometheus Operator ServiceMonitor (default false)."""
+    tags: Mapping[str, str]
+    """Tags for every AWS resource."""
+
+
+class Cluster(pulumi.ComponentResource):
+    """A new EKS cluster running Joiner."""
+
+    cluster_name: pulumi.Output[str]
+    """Name of the EKS cluster."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig of the cluster, as JSON (secret)."""
+    cluster_endpoint: pulumi.Output[str]
+    """API server endpoint of the cluster."""
+    oidc_provider_arn: pulumi.Output[str]
+    """ARN of the cluster's IAM OIDC provider."""
+    oidc_provider_url: pulumi.Output[str]
+    """Issuer URL of the cluster's OIDC provider."""
+    vpc_id: pulumi.Output[str]
+    """VPC of the cluster."""
+    private_subnet_ids: pulumi.Output[list[str]]
+    """Subnets the nodes launch into."""
+    controller_role_arn: pulumi.Output[str]
+    """ARN of the controller's IAM role."""
+    node_role_arn: pulumi.Output[str]
+    """ARN of the role of the nodes Joiner launches."""
+    node_role_name: pulumi.Output[str]
+    """Name of that role."""
+    queue_name: pulumi.Output[str | None]
+    """Name of the interruption queue."""
+    namespace: pulumi.Output[str]
+    """Namespace of the controller."""
+
+    def __init__(
+        self,
+        name: str,
+        args: ClusterArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(f"{TYPE_PREFIX}Cluster", name, None, opts)
+        cluster_name = require("Cluster", name, args, "cluster_name")
+        tags = dict(args.get("tags") or {})
+        network = self._network(name, cluster_name, args, tags)
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            name=cluster_name,
+            version=args.get("kubernetes_version") or DEFAULT_KUBERNETES_VERSION,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids or None,
+            create_oidc_provider=True,
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            authentication_mode=eks.AuthenticationMode.API,
+            node_associate_public_ip_address=False,
+            endpoint_public_access=args.get("endpoint_public_access", True),
+            tags=tags,
+            opts=child_opts(self),
+        )
+        # The name, available once the control plane exists.
+        existing_name = after(cluster.oidc_provider_arn, cluster_name)
+        system_nodes = self._system_node_group(name, existing_name, network, args, tags)
+        provider = k8s.Provider(
+            f"{name}-kubernetes",
+            kubeconfig=cluster.kubeconfig_json,
+            enable_server_side_apply=True,
+            opts=child_opts(self),
+        )
+        endpoint = cluster.kubeconfig_json.apply(_endpoint_of)
+        autoscaler_args: AutoscalerArgs = {
+            key: args[key]
+            for key in AUTOSCALER_PASSTHROUGH
+            if key in args  # type: ignore[misc]
+        }
+        autoscaler_args.update(
+            # The controller needs the system nodes to run on.
+            cluster_name=after(system_nodes.arn, cluster_name),
+            cluster_endpoint=endpoint,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_provider_url=cluster.oidc_provider_url,
+            discovery_security_group_ids=[cluster.cluster_security_group_id],
+            discovery_subnet_ids=network.subnets_to_tag,
+            tags=tags,
+        )
+        autoscaler = Autoscaler(
+            f"{name}-joiner", autoscaler_args, opts=child_opts(self, providers=[provider])
+        )
+        self.cluster_name = existing_name
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.cluster_endpoint = endpoint
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_provider_url = cluster.oidc_provider_url
+        self.vpc_id = pulumi.Output.from_input(network.vpc_id)
+        self.private_subnet_ids = pulumi.Output.all(*network.private_subnet_ids)
+        self.controller_role_arn = autoscaler.controller_role_arn
+        self.node_role_arn = autoscaler.node_role_arn
+        self.node_role_name = autoscaler.node_role_name
+        self.queue_name = autoscaler.queue_name
+        self.namespace = autoscaler.namespace
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "cluster_endpoint": self.cluster_endpoint,
+                "oidc_provider_arn": self.oidc_provider_arn,
+                "oidc_provider_url": self.oidc_provider_url,
+                "vpc_id": self.vpc_id,
+                "private_subnet_ids": self.private_subnet_ids,
+                "controller_role_arn": self.controller_role_arn,
+                "node_role_arn": self.node_role_arn,
+                "node_role_name": self.node_role_name,
+                "queue_name": self.queue_name,
+                "namespace": self.namespace,
+            }
+        )
+
+    def _network(
+        self, name: str, cluster_name: str, args: ClusterArgs, tags: dict[str, str]
+    ) -> _Network:
+        if args.get("vpc_id"):
+            private = list(args.get("private_subnet_ids") or [])
+            if not private:
+                raise ArgumentError(
+                    f"Cluster {name!r}: argument 'private_subnet_ids' is required with 'vpc_id'"
+                )
+            public = list(args.get("public_subnet_ids") or [])
+            return _Network(args["vpc_id"], private, public, subnets_to_tag=private)
+        return _Vpc(self, name, cluster_name, args, tags).network()
+
+    def _system_node_group(
+        self,
+        name: str,
+        cluster_name: pulumi.Input[str],
+        network: _Network,
+        args: ClusterArgs,
+        tags: dict[str, str],
+    ) -> aws.eks.NodeGroup:
+        count = args.get("system_node_count", 2)
+        if count < 1:
+            raise ArgumentError(f"Cluster {name!r}: argument 'system_node_count' must be >= 1")
+        # A managed node group creates its own access entry, hence access_mode none.
+        role = NodeRole(
+            f"{name}-system",
+            {"cluster_name": cluster_name, "access_mode": NO_ACCESS, "tags": tags},
+            opts=child_opts(self),
+        )
+        return aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster_name,
+            node_role_arn=role.role_arn,
+            subnet_ids=network.private_subnet_ids,
+            instance_types=list(args.get("system_node_instance_types") or ["m5.large"]),
+            capacity_type="ON_DEMAND",
+            ami_type="AL2023_x86_64_STANDARD",
+            scaling_config={"desired_size": count, "min_size": count, "max_size": count + 1},
+            labels={SYSTEM_NODE_LABEL: "true"},
+            taints=[CRITICAL_ADDONS_TAINT],
+            tags=tags,
+            opts=child_opts(self),
+        )
+
+
+class _Vpc:
+    """A VPC with public subnets (load balancers, one NAT gateway) and private subnets for
+    the nodes, tagged for discovery."""
+
+    def __init__(
+        self,
+        parent: pulumi.Resource,
+        name: str,
+        cluster_name: str,
+        args: ClusterArgs,
+        tags: dict[str, str],
+    ) -> None:
+        self.parent, self.name, self.cluster_name, self.tags = parent, name, cluster_name, tags
+        self.zone_count = args.get("availability_zone_count", 2)
+        if not 1 <= self.zone_count <= MAX_ZONES:
+            raise ArgumentError(
+                f"Cluster {name!r}: argument 'availability_zone_count' must be 1-{MAX_ZONES}"
+            )
+        self.vpc_cidr = args.get("vpc_cidr") or DEFAULT_VPC_CIDR
+        self.private_cidrs, self.public_cidrs = subnet_cidrs(name, self.vpc_cidr, self.zone_count)
+
+    def network(self) -> _Network:
+        opts = child_opts(self.parent)
+        vpc = aws.ec2.Vpc(
+            f"{self.name}-vpc",
+            cidr_block=self.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**self.tags, "Name": self.cluster_name},
+            opts=opts,
+        )
+        zones = aws.get_availability_zones_output(state="available", opts=invoke_opts(self.parent))
+        gateway = aws.ec2.InternetGateway(
+            f"{self.name}-igw", vpc_id=vpc.id, tags=self.tags, opts=opts
+        )
+        public_routes = aws.ec2.RouteTable(
+            f"{self.name}-public",
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": gateway.id}],
+            tags=self.tags,
+            opts=opts,
+        )
+        public = [
+            self._subnet(vpc, zones, i, self.public_cidrs[i], public_routes, public=True)
+            for i in range(self.zone_count)
+        ]
+        nat = aws.ec2.NatGateway(
+            f"{self.name}-nat",
+            subnet_id=public[0].id,
+            allocation_id=aws.ec2.Eip(
+                f"{self.name}-nat", domain="vpc", tags=self.tags, opts=opts
+            ).id,
+            tags=self.tags,
+            opts=opts,
+        )
+        private_routes = aws.ec2.RouteTable(
+            f"{self.name}-private",
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+            tags=self.tags,
+            opts=opts,
+        )
+        private = [
+            self._subnet(vpc, zones, i, self.private_cidrs[i], private_routes, public=False)
+            for i in range(self.zone_count)
+        ]
+        # Created subnets carry the discovery tag already.
+        return _Network(vpc.id, [s.id for s in private], [s.id for s in public], subnets_to_tag=[])
+
+    def _subnet(
+        self,
+        vpc: aws.ec2.Vpc,
+        zones: pulumi.Output[Any],
+        index: int,
+        cidr: str,
+        routes: aws.ec2.RouteTable,
+        public: bool,
+    ) -> aws.ec2.Subnet:
+        kind = "public" if public else "private"
+        role_tag = (
+            {"kubernetes.io/role/elb": "1"}
+            if public
+            else {"kubernetes.io/role/internal-elb": "1", DISCOVERY_TAG: self.cluster_name}
+        )
+        subnet = aws.ec2.Subnet(
+            f"{self.name}-{kind}-{index}",
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone=zones.names[index],
+            map_public_ip_on_launch=public,
+            tags={**self.tags, **role_tag, "Name": f"{self.cluster_name}-{kind}-{index}"},
+            opts=child_opts(self.parent),
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{self.name}-{kind}-{index}",
+            subnet_id=subnet.id,
+            route_table_id=routes.id,
+            opts=child_opts(self.parent),
+        )
+        return subnet
+
+
+def subnet_cidrs(name: str, vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
+    """Private subnets take a quarter of the VPC each (room for many pods); the public ones
+    share the last quarter."""
+    try:
+        network = ipaddress.ip_network(vpc_cidr)
+    except ValueError as error:
+        raise ArgumentError(f"Cluster {name!r}: argument 'vpc_cidr' is invalid: {error}") from None
+    if network.version != 4 or network.prefixlen > 20:
+        raise ArgumentError(
+            f"Cluster {name!r}: argument 'vpc_cidr' must be an IPv4 block of /20 or larger"
+        )
+    quarters = list(network.subnets(prefixlen_diff=2))
+    publics = list(quarters[MAX_ZONES].subnets(prefixlen_diff=2))
+    return [str(q) for q in quarters[:zones]], [str(p) for p in publics[:zones]]
+
+
+def _endpoint_of(kubeconfig: str | Mapping[str, Any]) -> str:
+    config = json.loads(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
+    return config["clusters"][0]["cluster"]["server"]

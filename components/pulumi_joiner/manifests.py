@@ -1,0 +1,358 @@
+"""The Kubernetes objects the Controller component creates, as pure functions returning
+plain dicts [DEPLOY].
+
+Values may be plain strings (tests, reviews) or Pulumi Inputs (the component), so the
+same functions serve both; nothing here creates a resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from joiner.api import labels as wk
+from joiner.infra.iam import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from joiner.settings import SETTINGS, Settings, SettingsError
+
+from pulumi_joiner._common import ArgumentError
+
+NAME = "joiner"
+CONTAINER_NAME = "controller"
+METRICS_PORT = 8080
+HEALTH_PORT = 8081
+METRICS_PORT_NAME = "http-metrics"
+HEALTH_PORT_NAME = "http-health"
+RUN_AS_ID = 65532
+LEADER_ELECTION_LEASE = "karpenter-leader-election"
+PRIORITY_CLASS = "system-cluster-critical"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+KARPENTER_GROUPS = (wk.KARPENTER_GROUP, wk.AWS_GROUP)
+
+# Settings the component derives from its own arguments [SPEC 2]; `settings` may not
+# override them, so the Deployment cannot disagree with the infrastructure.
+MANAGED_SETTINGS = (
+    "CLUSTER_NAME",
+    "CLUSTER_ENDPOINT",
+    "AWS_REGION",
+    "INTERRUPTION_QUEUE",
+    "METRICS_PORT",
+    "HEALTH_PROBE_PORT",
+    "LEADER_ELECTION_NAME",
+    "LEADER_ELECTION_NAMESPACE",
+)
+DEFAULT_RESOURCES = {
+    "requests": {"cpu": "250m", "memory": "512Mi"},
+    "limits": {"memory": "1Gi"},
+}
+
+READ = ["get", "list", "watch"]
+WRITE_STATUS = ["patch", "update"]
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """What the controller's manifests depend on. Fields may hold Pulumi Inputs."""
+
+    image: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+    cluster_endpoint: pulumi.Input[str] | None = None
+    interruption_queue: pulumi.Input[str] | None = None
+    region: pulumi.Input[str] | None = None
+    role_arn: pulumi.Input[str] | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    service_account: str = DEFAULT_SERVICE_ACCOUNT
+    replicas: int = 2
+    log_level: str = "info"
+    settings: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    resources: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_RESOURCES)
+    image_pull_policy: str = "IfNotPresent"
+
+
+def check_settings(
+    owner: str, settings: Mapping[str, pulumi.Input[str]]
+) -> dict[str, pulumi.Input[str]]:
+    """``settings`` if every name is a controller setting the caller may set and every
+    plain value parses; otherwise an ArgumentError naming the setting."""
+    known = {setting.env for setting in SETTINGS}
+    for key in settings:
+        if key in MANAGED_SETTINGS:
+            raise ArgumentError(f"{owner}: argument 'settings.{key}' is set by the component")
+        if key not in known:
+            raise ArgumentError(
+                f"{owner}: argument 'settings.{key}' is not a controller setting"
+                f" (known: {', '.join(sorted(known - set(MANAGED_SETTINGS)))})"
+            )
+    plain = {key: value for key, value in settings.items() if isinstance(value, str)}
+    try:
+        Settings.from_env({**plain, "CLUSTER_NAME": "check"}, strict=True)
+    except SettingsError as error:
+        raise ArgumentError(f"{owner}: argument 'settings' is invalid: {error}") from None
+    return dict(settings)
+
+
+def selector_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": NAME}
+
+
+def common_labels() -> dict[str, str]:
+    return {**selector_labels(), "app.kubernetes.io/managed-by": "pulumi"}
+
+
+def _metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": common_labels(), **extra}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return metadata
+
+
+def namespace(config: ControllerConfig) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(config.namespace)}
+
+
+def service_account(config: ControllerConfig) -> dict[str, Any]:
+    annotations = {IRSA_ANNOTATION: config.role_arn} if config.role_arn else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _metadata(config.service_account, config.namespace, annotations=annotations),
+    }
+
+
+def cluster_role_rules() -> list[dict[str, Any]]:
+    """Exactly what [DEPLOY] lists: reads, then the writes the controller makes."""
+    return [
+        _rule("", ["pods", "nodes", "persistentvolumes", "persistentvolumeclaims"], READ),
+        _rule("", ["namespaces"], READ),
+        _rule("storage.k8s.io", ["storageclasses", "csinodes", "volumeattachments"], READ),
+        _rule("apps", ["daemonsets", "deployments", "replicasets", "statefulsets"], READ),
+        _rule("policy", ["poddisruptionbudgets"], READ),
+        _rule(wk.KARPENTER_GROUP, ["nodepools", "nodeclaims"], READ),
+        _rule(wk.AWS_GROUP, ["ec2nodeclasses"], READ),
+        _rule(wk.KARPENTER_GROUP, ["nodeclaims"], ["create", "delete", "patch", "update"]),
+        _rule(wk.KARPENTER_GROUP, ["nodeclaims/status", "nodepools/status"], WRITE_STATUS),
+        _rule(wk.AWS_GROUP, ["ec2nodeclasses/status"], WRITE_STATUS),
+        _rule("", ["nodes"], ["patch", "update", "delete"]),
+        _rule("", ["pods/eviction"], ["create"]),
+        _rule("", ["pods"], ["delete"]),
+        _rule("", ["events"], ["create", "patch"]),
+    ]
+
+
+def leader_election_rules() -> list[dict[str, Any]]:
+    """Leases in the controller's namespace; only its own lease may be changed."""
+    return [
+        _rule("coordination.k8s.io", ["leases"], ["get", "list", "watch", "create"]),
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [LEADER_ELECTION_LEASE],
+            "verbs": ["patch", "update"],
+        },
+    ]
+
+
+def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
+
+
+def cluster_role() -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _metadata(NAME),
+        "rules": cluster_role_rules(),
+    }
+
+
+def cluster_role_binding(config: ControllerConfig) -> dict[str, Any]:
+    return _binding("ClusterRoleBinding", "ClusterRole", None, config)
+
+
+def leader_election_role(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _metadata(NAME, config.namespace),
+        "rules": leader_election_rules(),
+    }
+
+
+def leader_election_role_binding(config: ControllerConfig) -> dict[str, Any]:
+    return _binding("RoleBinding", "Role", config.namespace, config)
+
+
+def _binding(
+    kind: str, role_kind: str, namespace_name: str | None, config: ControllerConfig
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": _metadata(NAME, namespace_name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME},
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": config.service_account,
+                "namespace": config.namespace,
+            }
+        ],
+    }
+
+
+def controller_env(config: ControllerConfig) -> list[dict[str, Any]]:
+    """The controller's settings as environment variables [SPEC 2]."""
+    env: dict[str, Any] = {
+        "CLUSTER_NAME": config.cluster_name,
+        "CLUSTER_ENDPOINT": config.cluster_endpoint,
+        "INTERRUPTION_QUEUE": config.interruption_queue or "",
+        "LOG_LEVEL": config.log_level,
+        "AWS_REGION": config.region,
+        "METRICS_PORT": str(METRICS_PORT),
+        "HEALTH_PROBE_PORT": str(HEALTH_PORT),
+        "LEADER_ELECTION_NAME": LEADER_ELECTION_LEASE,
+        "LEADER_ELECTION_NAMESPACE": config.namespace,
+        **dict(config.settings),
+    }
+    return [{"name": key, "value": value} for key, value in env.items() if value is not None]
+
+
+def deployment(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(NAME, config.namespace),
+        "spec": {
+            "replicas": config.replicas,
+            "revisionHistoryLimit": 10,
+            "strategy": {"rollingUpdate": {"maxUnavailable": 1}},
+            "selector": {"matchLabels": selector_labels()},
+            "template": {
+                "metadata": {"labels": common_labels()},
+                "spec": _pod_spec(config),
+            },
+        },
+    }
+
+
+def _pod_spec(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "serviceAccountName": config.service_account,
+        "priorityClassName": PRIORITY_CLASS,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_ID,
+            "runAsGroup": RUN_AS_ID,
+            "fsGroup": RUN_AS_ID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "affinity": _affinity(),
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": wk.ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": selector_labels()},
+            }
+        ],
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "containers": [_container(config)],
+        # The root filesystem is read-only; Python and boto3 still want a scratch dir.
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
+    }
+
+
+def _affinity() -> dict[str, Any]:
+    return {
+        # Never on nodes it manages: deleting them would stop the controller [DEPLOY].
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": wk.NODEPOOL, "operator": "DoesNotExist"}]}
+                ]
+            }
+        },
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": selector_labels()}}
+            ]
+        },
+    }
+
+
+def _container(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "name": CONTAINER_NAME,
+        "image": config.image,
+        "imagePullPolicy": config.image_pull_policy,
+        "env": controller_env(config),
+        "ports": [
+            {"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"},
+            {"name": HEALTH_PORT_NAME, "containerPort": HEALTH_PORT, "protocol": "TCP"},
+        ],
+        "livenessProbe": _probe("/healthz", initial_delay=30),
+        "readinessProbe": _probe("/readyz", initial_delay=5),
+        "resources": dict(config.resources),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_ID,
+            "runAsGroup": RUN_AS_ID,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+
+
+def _probe(path: str, initial_delay: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": HEALTH_PORT_NAME},
+        "initialDelaySeconds": initial_delay,
+        "timeoutSeconds": 30,
+    }
+
+
+def pod_disruption_budget(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _metadata(NAME, config.namespace),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels()}},
+    }
+
+
+def metrics_service(config: ControllerConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(NAME, config.namespace),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(),
+            "ports": [
+                {
+                    "name": METRICS_PORT_NAME,
+                    "port": METRICS_PORT,
+                    "targetPort": METRICS_PORT_NAME,
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+
+
+def service_monitor(config: ControllerConfig) -> dict[str, Any]:
+    """A Prometheus Operator ServiceMonitor for the metrics Service."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _metadata(NAME, config.namespace),
+        "spec": {
+            "selector": {"matchLabels": selector_labels()},
+            "namespaceSelector": {"matchNames": [config.namespace]},
+            "endpoints": [{"port": METRICS_PORT_NAME, "path": "/metrics"}],
+        },
+    }

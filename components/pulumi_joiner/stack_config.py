@@ -1,0 +1,42 @@
+"""Reading the stacks' configuration (the programs under stacks/ stay a few lines long)."""
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+
+from pulumi_joiner._common import ArgumentError
+
+CONFIG_NAMESPACE = "joiner"
+# Stack config spells the per-pool keys in camelCase, as Pulumi config usually does.
+NODE_POOL_CONFIG_KEYS = {"nodePool": "node_pool", "nodeClass": "node_class"}
+
+
+def node_pools_from_config(config: pulumi.Config, key: str = "nodePools") -> dict[str, Any] | None:
+    """``joiner:nodePools`` ({name: {nodePool: {...}, nodeClass: {...}}}) as the components'
+    ``node_pools`` argument; None when unset (the components' default pool)."""
+    value = config.get_object(key)
+    if value is None:
+        return None
+    where = f"{CONFIG_NAMESPACE}:{key}"
+    if not isinstance(value, Mapping):
+        raise ArgumentError(f"config '{where}' must be a map of NodePool name to overrides")
+    pools: dict[str, Any] = {}
+    for name, overrides in value.items():
+        overrides = overrides or {}
+        if not isinstance(overrides, Mapping):
+            raise ArgumentError(f"config '{where}.{name}' must be a map (nodePool, nodeClass)")
+        unknown = sorted(set(overrides) - set(NODE_POOL_CONFIG_KEYS))
+        if unknown:
+            raise ArgumentError(
+                f"config '{where}.{name}' has unknown keys {unknown}"
+                f" (expected {', '.join(NODE_POOL_CONFIG_KEYS)})"
+            )
+        pools[name] = {NODE_POOL_CONFIG_KEYS[k]: v for k, v in overrides.items()}
+    return pools
+
+
+def optional_settings(config: pulumi.Config, **keys: str) -> dict[str, Any]:
+    """Component arguments from the config keys that are set: ``argument=configKey``."""
+    values = {argument: config.get(key) for argument, key in keys.items()}
+    return {argument: value for argument, value in values.items() if value is not None}

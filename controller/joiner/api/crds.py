@@ -1,0 +1,49 @@
+"""The CustomResourceDefinitions of NodePool, NodeClaim and EC2NodeClass, rendered from
+the schemas in ``joiner.api.definitions`` (the Pulumi components and ``joiner render crds``
+install exactly these)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joiner.api.definitions import KINDS, Kind
+from joiner.api.schema import to_openapi
+
+
+def render_crds() -> list[dict[str, Any]]:
+    """The three CRD manifests (apiextensions.k8s.io/v1), NodePool first."""
+    return [render_crd(kind) for kind in KINDS]
+
+
+def render_crd(kind: Kind) -> dict[str, Any]:
+    names: dict[str, Any] = {
+        "kind": kind.kind,
+        "listKind": f"{kind.kind}List",
+        "plural": kind.plural,
+        "singular": kind.kind.lower(),
+        "categories": ["karpenter"],
+    }
+    if kind.short_names:
+        names["shortNames"] = list(kind.short_names)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{kind.plural}.{kind.group}"},
+        "spec": {
+            "group": kind.group,
+            "names": names,
+            "scope": "Cluster",
+            "versions": [_version(kind)],
+        },
+    }
+
+
+def _version(kind: Kind) -> dict[str, Any]:
+    return {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": to_openapi(kind.schema)},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [dict(column) for column in kind.printer_columns],
+    }

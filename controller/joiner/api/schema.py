@@ -1,0 +1,180 @@
+"""A small schema language for the Joiner CRDs.
+
+One description of each kind (see ``joiner.api.definitions``) gives three things:
+the OpenAPI v3 schema served in the CRD (``to_openapi``), defaulting and validation
+(``joiner.api.validation`` interprets the same nodes). Cross-field checks are
+``Rule``s written twice, in CEL for the API server (``x-kubernetes-validations``)
+and in Python for Joiner, with one message, so both reject the same objects the
+same way. A test evaluates every CEL rule against its Python twin.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Marks "no default" (None is a legitimate default value in principle).
+NO_DEFAULT: Any = object()
+
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+QUANTITY_HINT = "expected a quantity like 500m, 2, 4Gi or 100G"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A cross-field check. ``holds(value)`` (or ``holds(old, new)`` for a transition rule)
+    is True when the value is acceptable. ``cel`` is the same check for the API server;
+    a rule without CEL (cron syntax, quantity ranges) is enforced by Joiner only.
+    ``field_path`` says where the error is reported, relative to the node (".values")."""
+
+    message: str
+    holds: Callable[..., bool]
+    cel: str | None = None
+    field_path: str = ""
+    transition: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Schema:
+    """One node of a structural schema. ``values`` is the value schema of a map
+    (additionalProperties); ``hint`` explains a pattern to a user."""
+
+    type: str | None
+    description: str = ""
+    properties: Mapping[str, Schema] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    values: Schema | None = None
+    items: Schema | None = None
+    enum: tuple[Any, ...] = ()
+    pattern: str | None = None
+    hint: str = ""
+    minimum: int | None = None
+    maximum: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    max_properties: int | None = None
+    default: Any = NO_DEFAULT
+    rules: tuple[Rule, ...] = ()
+    int_or_string: bool = False
+    free_form: bool = False
+    format: str | None = None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+
+# -- builders: the vocabulary the definitions are written in --------------------------------
+
+
+def string(description: str = "", **options: Any) -> Schema:
+    return Schema(type="string", description=description, **options)
+
+
+def integer(description: str = "", **options: Any) -> Schema:
+    return Schema(type="integer", description=description, **options)
+
+
+def boolean(description: str = "", **options: Any) -> Schema:
+    return Schema(type="boolean", description=description, **options)
+
+
+def obj(
+    description: str = "", properties: Mapping[str, Schema] | None = None, **options: Any
+) -> Schema:
+    return Schema(type="object", description=description, properties=properties or {}, **options)
+
+
+def array(items: Schema, description: str = "", **options: Any) -> Schema:
+    return Schema(type="array", description=description, items=items, **options)
+
+
+def map_of(values: Schema, description: str = "", **options: Any) -> Schema:
+    """An object with free keys whose values all follow ``values`` (e.g. labels, limits)."""
+    return Schema(type="object", description=description, values=values, **options)
+
+
+def quantity(description: str = "") -> Schema:
+    """A Kubernetes quantity written as a number or a string ("500m", "4Gi")."""
+    return Schema(
+        type=None,
+        description=description,
+        int_or_string=True,
+        pattern=QUANTITY_PATTERN,
+        hint=QUANTITY_HINT,
+    )
+
+
+def free_object(description: str = "") -> Schema:
+    """An object whose content this schema does not describe (ObjectMeta)."""
+    return Schema(type="object", description=description, free_form=True)
+
+
+def immutable(message: str) -> Rule:
+    return Rule(
+        message=message, holds=lambda old, new: old == new, cel="self == oldSelf", transition=True
+    )
+
+
+# -- OpenAPI v3 rendering --------------------------------------------------------------------
+
+_SCALAR_KEYWORDS = (
+    ("enum", "enum"),
+    ("pattern", "pattern"),
+    ("minimum", "minimum"),
+    ("maximum", "maximum"),
+    ("min_items", "minItems"),
+    ("max_items", "maxItems"),
+    ("min_length", "minLength"),
+    ("max_length", "maxLength"),
+    ("max_properties", "maxProperties"),
+    ("format", "format"),
+)
+
+
+def to_openapi(schema: Schema) -> dict[str, Any]:
+    """The structural OpenAPI v3 schema the API server stores for this node."""
+    out: dict[str, Any] = {}
+    if schema.description:
+        out["description"] = schema.description
+    if schema.int_or_string:
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        out["x-kubernetes-int-or-string"] = True
+    else:
+        out["type"] = schema.type
+    for attr, keyword in _SCALAR_KEYWORDS:
+        value = getattr(schema, attr)
+        if value is not None and value != ():
+            out[keyword] = list(value) if isinstance(value, tuple) else value
+    if schema.has_default:
+        out["default"] = copy.deepcopy(schema.default)
+    _add_children(schema, out)
+    rules = [_rule_to_openapi(rule) for rule in schema.rules if rule.cel]
+    if rules:
+        out["x-kubernetes-validations"] = rules
+    return out
+
+
+def _add_children(schema: Schema, out: dict[str, Any]) -> None:
+    if schema.properties:
+        out["properties"] = {name: to_openapi(child) for name, child in schema.properties.items()}
+    if schema.required:
+        out["required"] = list(schema.required)
+    if schema.values is not None:
+        out["additionalProperties"] = to_openapi(schema.values)
+    if schema.items is not None:
+        out["items"] = to_openapi(schema.items)
+
+
+def _rule_to_openapi(rule: Rule) -> dict[str, str]:
+    out = {"rule": rule.cel or "", "message": rule.message}
+    if rule.field_path:
+        out["fieldPath"] = rule.field_path
+    return out

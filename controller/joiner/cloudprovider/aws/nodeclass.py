@@ -1,0 +1,144 @@
+"""EC2NodeClass status: subnets, security groups, AMIs and instance profile resolved
+against AWS, with one condition per part and Ready over all of them [SPEC 1, 4.1].
+
+``NodeClassResolver.resolve`` never raises for bad input or AWS errors: every problem
+becomes a False condition whose message names the field. ``nodeclass_hash`` is the static
+drift hash (everything but the selector terms, which drift through their results).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from joiner.api import conditions as cond
+from joiner.api import ec2nodeclass as api
+from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.clock import Clock
+from joiner.cloudprovider.aws.amis import AMIResolver
+from joiner.cloudprovider.aws.clients import AWSClients
+from joiner.cloudprovider.aws.cluster import ClusterInfo
+from joiner.cloudprovider.aws.instanceprofiles import InstanceProfileProvider
+from joiner.cloudprovider.aws.instancetypes import validate_kubelet
+from joiner.cloudprovider.aws.securitygroups import resolve_security_groups
+from joiner.cloudprovider.aws.selectors import ResolutionError
+from joiner.cloudprovider.aws.subnets import resolve_subnets
+from joiner.cloudprovider.aws.tags import restricted_tag_problems
+
+log = logging.getLogger(__name__)
+
+HASH_VERSION = "v1"
+_DYNAMIC_FIELDS = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms")
+_PARTS = (api.SUBNETS_READY, api.SECURITY_GROUPS_READY, api.AMIS_READY, api.INSTANCE_PROFILE_READY)
+
+
+def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
+    """Hash of the spec fields whose change means existing nodes are out of date."""
+    spec = nodeclass.to_dict()["spec"]
+    static = {key: value for key, value in spec.items() if key not in _DYNAMIC_FIELDS}
+    canonical = json.dumps(static, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def validate_nodeclass(nodeclass: EC2NodeClass) -> list[str]:
+    """Spec problems the API server's schema would not catch, each naming its field."""
+    problems = []
+    if bool(nodeclass.role) == bool(nodeclass.instance_profile):
+        problems.append("spec: exactly one of role and instanceProfile must be set")
+    if nodeclass.ami_family is not None and nodeclass.ami_family not in api.AMI_FAMILIES:
+        problems.append(
+            f"spec.amiFamily: unknown family {nodeclass.ami_family!r} "
+            f"(want one of {', '.join(api.AMI_FAMILIES)})"
+        )
+    if nodeclass.resolved_ami_family().startswith("Windows"):
+        problems.append("spec.amiFamily: Windows nodes are not supported by joiner")
+    if nodeclass.instance_store_policy not in (None, "RAID0"):
+        problems.append(
+            f"spec.instanceStorePolicy: must be RAID0, got {nodeclass.instance_store_policy!r}"
+        )
+    problems.extend(restricted_tag_problems(nodeclass.tags))
+    problems.extend(validate_kubelet(nodeclass.kubelet))
+    return problems
+
+
+def is_ready(nodeclass: EC2NodeClass) -> bool:
+    return cond.is_true(nodeclass.status.get("conditions"), api.READY)
+
+
+def not_ready_message(nodeclass: EC2NodeClass) -> str:
+    ready = cond.get_condition(nodeclass.status.get("conditions"), api.READY)
+    if ready is None:
+        return f"EC2NodeClass {nodeclass.name!r} has not been resolved yet"
+    return f"EC2NodeClass {nodeclass.name!r} is not ready: {ready.get('message', '')}"
+
+
+class NodeClassResolver:
+    def __init__(self, clients: AWSClients, clock: Clock, cluster: ClusterInfo, region: str) -> None:
+        self._clients = clients
+        self._clock = clock
+        self._amis = AMIResolver(clients.ec2, clients.ssm, cluster.kubernetes_version)
+        self.instance_profiles = InstanceProfileProvider(clients.iam, cluster.name, region)
+
+    def resolve(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        """The class's new status (the input is not modified)."""
+        status = copy.deepcopy(nodeclass.status)
+        conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+        ec2 = self._clients.ec2
+        parts: list[tuple[str, str, Callable[[], Any]]] = [
+            (api.SUBNETS_READY, "subnets", lambda: resolve_subnets(ec2, nodeclass.subnet_selector_terms)),
+            (
+                api.SECURITY_GROUPS_READY,
+                "securityGroups",
+                lambda: resolve_security_groups(ec2, nodeclass.security_group_selector_terms),
+            ),
+            (api.AMIS_READY, "amis", lambda: self._amis.resolve(nodeclass.ami_selector_terms)),
+            (
+                api.INSTANCE_PROFILE_READY,
+                "instanceProfile",
+                lambda: self.instance_profiles.ensure(nodeclass),
+            ),
+        ]
+        for condition, key, resolve in parts:
+            self._resolve_part(status, conditions, condition, key, resolve)
+        problems = validate_nodeclass(nodeclass)
+        self._set(conditions, api.VALIDATION_SUCCEEDED, "; ".join(problems), "ValidationFailed")
+        self._set_ready(conditions)
+        return status
+
+    def _resolve_part(
+        self,
+        status: dict[str, Any],
+        conditions: list[dict[str, Any]],
+        condition: str,
+        key: str,
+        resolve: Callable[[], Any],
+    ) -> None:
+        try:
+            status[key] = resolve()
+        except ResolutionError as error:
+            status.pop(key, None)
+            self._set(conditions, condition, str(error), "NotFound")
+            return
+        except (BotoCoreError, ClientError) as error:
+            log.warning("resolving %s failed: %s", key, error)
+            self._set(conditions, condition, f"AWS error while resolving {key}: {error}", "AWSError")
+            return
+        self._set(conditions, condition, "", "")
+
+    def _set(self, conditions: list[dict[str, Any]], type_: str, problem: str, reason: str) -> None:
+        status = cond.FALSE if problem else cond.TRUE
+        cond.set_condition(conditions, type_, status, self._clock.now(), reason or type_, problem)
+
+    def _set_ready(self, conditions: list[dict[str, Any]]) -> None:
+        failing = [
+            f"{c['type']}: {c.get('message', '')}"
+            for t in (*_PARTS, api.VALIDATION_SUCCEEDED)
+            if (c := cond.get_condition(conditions, t)) is not None and c["status"] != cond.TRUE
+        ]
+        self._set(conditions, api.READY, "; ".join(failing), "NotReady")

@@ -1,0 +1,129 @@
+"""``joiner validate FILE...``: check NodePool, NodeClaim and EC2NodeClass manifests.
+
+Each Joiner object gets one line: ``FILE: Kind/name: OK`` or one line per problem,
+``FILE: Kind/name: field.path: what is wrong``. Objects of other kinds (a Deployment
+in the same file) are reported as skipped. ``kind: List`` documents are expanded.
+Exit status: 0 when every Joiner object is valid, 2 when anything is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from joiner.api.validation import is_joiner_api_version, validate_object
+
+STDIN = "-"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check NodePool, NodeClaim and EC2NodeClass manifests",
+        description="Check NodePool, NodeClaim and EC2NodeClass manifests as the API server "
+        "would, and more (cron schedules, quantities). Other kinds are skipped. Exit status "
+        "0 when all are valid, 2 otherwise.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    invalid = False
+    for name in args.files:
+        for line, ok in check_file(name):
+            print(line)
+            invalid |= not ok
+    return 2 if invalid else 0
+
+
+def check_file(name: str) -> Iterator[tuple[str, bool]]:
+    """(line to print, fine?) for every object of one file."""
+    label = "<stdin>" if name == STDIN else name
+    try:
+        text = sys.stdin.read() if name == STDIN else _read(name)
+    except (OSError, UnicodeDecodeError) as error:
+        yield f"{label}: cannot read: {_reason(error)}", False
+        return
+    found = False
+    for line, ok in _check_text(label, text):
+        found = True
+        yield line, ok
+    if not found:
+        yield f"{label}: no objects", True
+
+
+def _read(name: str) -> str:
+    with open(name, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _check_text(label: str, text: str) -> Iterator[tuple[str, bool]]:
+    documents = yaml.safe_load_all(text)
+    index = 0
+    try:
+        for index, document in enumerate(documents, start=1):
+            for obj in _objects(document):
+                yield from _check_object(label, index, obj)
+    except yaml.YAMLError as error:
+        yield f"{label}: document {index + 1}: not valid YAML: {_yaml_problem(error)}", False
+
+
+def _objects(document: Any) -> list[Any]:
+    """The objects of one document: none for an empty one, the items of a ``kind: List``."""
+    if document is None:
+        return []
+    if isinstance(document, dict) and document.get("kind") == "List":
+        items = document.get("items")
+        return items if isinstance(items, list) else [document]
+    return [document]
+
+
+def _check_object(label: str, index: int, obj: Any) -> Iterator[tuple[str, bool]]:
+    where = f"{label}: {_describe(obj, index)}"
+    if _is_foreign(obj):
+        yield f"{where}: skipped (not a Joiner kind)", True
+        return
+    errors = validate_object(obj)
+    if not errors:
+        yield f"{where}: OK", True
+    for error in errors:
+        yield f"{where}: {error}", False
+
+
+def _is_foreign(obj: Any) -> bool:
+    """A well-formed object of some other API (apps/v1 Deployment, v1 ConfigMap, ...)."""
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("kind"), str)
+        and isinstance(obj.get("apiVersion"), str)
+        and not is_joiner_api_version(obj["apiVersion"])
+    )
+
+
+def _describe(obj: Any, index: int) -> str:
+    if not isinstance(obj, dict):
+        return f"document {index}"
+    meta = obj.get("metadata")
+    name = (meta.get("name") or meta.get("generateName")) if isinstance(meta, dict) else None
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else None
+    if kind and isinstance(name, str) and name:
+        return f"{kind}/{name}"
+    return f"{kind} in document {index}" if kind else f"document {index}"
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(error).replace("\n", " ")
+
+
+def _reason(error: OSError | UnicodeDecodeError) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return error.strerror or str(error)

@@ -1,0 +1,62 @@
+"""Garbage collection [SPEC 6.3]: NodeClaims whose instance vanished are deleted;
+instances tagged for the cluster with no NodeClaim are terminated once they are
+older than ``ORPHAN_GRACE`` (a launch in progress has not written its NodeClaim
+status yet)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from joiner.api import nodeclaim as nc
+from joiner.clock import Clock, from_rfc3339
+from joiner.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
+from joiner.controllers.runtime import Result
+from joiner.kube.api import KubeAPI, NotFound
+from joiner.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+INTERVAL = 120.0
+ORPHAN_GRACE = 30.0
+KEY = "gc"
+
+
+class GarbageCollection:
+    name = "garbagecollection"
+
+    def __init__(
+        self, kube: KubeAPI, state: ClusterState, cloud: CloudProvider, clock: Clock
+    ) -> None:
+        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+
+    def reconcile(self, key: str) -> Result:
+        instances = self.cloud.list()
+        live = {i.status.provider_id for i in instances}
+        self._delete_claims_without_instances(live)
+        self._terminate_orphans(instances)
+        return Result(requeue_after=INTERVAL)
+
+    def _delete_claims_without_instances(self, live: set[str | None]) -> None:
+        for claim in list(self.state.nodeclaims.values()):
+            launched = claim.condition_true(nc.LAUNCHED) and claim.status.provider_id
+            if not launched or claim.status.provider_id in live:
+                continue
+            if claim.metadata.get("deletionTimestamp"):
+                continue
+            log.info("nodeclaim %s: instance %s is gone", claim.name, claim.status.provider_id)
+            with contextlib.suppress(NotFound):
+                self.kube.delete("NodeClaim", claim.name)
+
+    def _terminate_orphans(self, instances: list) -> None:
+        known = {c.status.provider_id for c in self.state.nodeclaims.values()}
+        now = self.clock.now()
+        for instance in instances:
+            if instance.status.provider_id in known:
+                continue
+            created = instance.metadata.get("creationTimestamp")
+            if created and now - from_rfc3339(created) < ORPHAN_GRACE:
+                continue
+            log.info("terminating orphaned instance %s", instance.status.provider_id)
+            with contextlib.suppress(NodeClaimNotFoundError):
+                self.cloud.delete(instance)

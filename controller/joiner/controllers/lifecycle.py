@@ -1,0 +1,201 @@
+"""NodeClaim lifecycle [SPEC 6.1]: launch, registration, initialization, liveness.
+
+One reconcile moves a NodeClaim as far as it can go and asks to be looked at
+again while it waits (for the instance, the Node, readiness). It reads the
+NodeClaim fresh from the API, so a launch never happens twice on a stale cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from joiner.api import conditions as cond
+from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api import resources as res
+from joiner.api.nodeclaim import NodeClaim
+from joiner.clock import Clock, from_rfc3339
+from joiner.cloudprovider.types import (
+    CloudProvider,
+    CloudProviderError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from joiner.controllers.runtime import DONE, Result
+from joiner.events import NORMAL, WARNING, EventRecorder
+from joiner.kube.api import Conflict, KubeAPI, NotFound
+from joiner.metrics import Metrics
+from joiner.scheduling.taints import same_taint
+from joiner.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+LAUNCH_TTL = 5 * 60.0  # not launched by then -> deleted
+REGISTRATION_TTL = 15 * 60.0  # not registered by then -> deleted
+POLL = 5.0  # how often to look while waiting for the Node
+
+
+class NodeClaimLifecycle:
+    name = "nodeclaim.lifecycle"
+
+    def __init__(
+        self,
+        kube: KubeAPI,
+        state: ClusterState,
+        cloud: CloudProvider,
+        clock: Clock,
+        recorder: EventRecorder,
+        metrics: Metrics,
+    ) -> None:
+        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+        self.recorder, self.metrics = recorder, metrics
+
+    def reconcile(self, key: str) -> Result:
+        try:
+            raw = self.kube.get("NodeClaim", key)
+        except NotFound:
+            return DONE
+        if raw["metadata"].get("deletionTimestamp"):
+            return DONE  # termination owns it now
+        claim = NodeClaim.from_dict(raw)
+        try:
+            return self._advance(claim, raw)
+        except Conflict:
+            return Result(requeue_after=0.0)  # someone wrote first: look again
+
+    def _advance(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
+        if not claim.condition_true(nc.LAUNCHED):
+            return self._launch(claim, raw)
+        if not claim.condition_true(nc.REGISTERED):
+            return self._register(claim, raw)
+        if not claim.condition_true(nc.INITIALIZED):
+            return self._initialize(claim, raw)
+        return DONE
+
+    # --- launch --------------------------------------------------------------
+
+    def _launch(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
+        if self._age(raw) > LAUNCH_TTL:
+            return self._give_up(raw, "LaunchTimeout", "not launched within 5m")
+        try:
+            launched = self.cloud.create(claim)
+        except (InsufficientCapacityError, NodeClassNotReadyError) as err:
+            # The pods go back to pending and the next batch picks other offerings.
+            return self._give_up(raw, "LaunchFailed", str(err))
+        except CloudProviderError as err:
+            self.recorder.record(raw, WARNING, "LaunchFailed", str(err))
+            return Result(requeue_after=POLL)
+        status = launched.status
+        raw.setdefault("status", {}).update(
+            {k: v for k, v in status.to_dict().items() if k != "conditions"}
+        )
+        conditions = raw["status"].setdefault("conditions", [])
+        cond.set_condition(conditions, nc.LAUNCHED, cond.TRUE, self.clock.now())
+        raw["metadata"].setdefault("labels", {}).update(launched.labels)
+        for k, v in launched.metadata.get("annotations", {}).items():
+            raw["metadata"].setdefault("annotations", {})[k] = v
+        updated = self.kube.update(raw)
+        raw["status"]["conditions"] = conditions
+        raw["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"]
+        self.kube.update_status(raw)
+        self.recorder.record(
+            raw,
+            NORMAL,
+            "Launched",
+            f"Launched {launched.labels.get(wk.INSTANCE_TYPE)} "
+            f"({launched.labels.get(wk.CAPACITY_TYPE)}) in {launched.labels.get(wk.ZONE)}",
+        )
+        return Result(requeue_after=POLL)
+
+    # --- registration ----------------------------------------------------------
+
+    def _register(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
+        node = self._node_for(claim)
+        if node is None:
+            if self._age(raw) > REGISTRATION_TTL:
+                return self._give_up(raw, "RegistrationTimeout", "no Node registered within 15m")
+            return Result(requeue_after=POLL)
+        self._adopt_node(claim, node)
+        raw["status"]["nodeName"] = node["metadata"]["name"]
+        cond.set_condition(raw["status"]["conditions"], nc.REGISTERED, cond.TRUE, self.clock.now())
+        self.kube.update_status(raw)
+        self.recorder.record(raw, NORMAL, "Registered", f"Node {node['metadata']['name']}")
+        return Result(requeue_after=0.0)
+
+    def _adopt_node(self, claim: NodeClaim, node: dict[str, Any]) -> None:
+        """Copy the NodeClaim's labels and taints onto the Node, mark it registered, drop
+        the unregistered taint and add the termination finalizer."""
+        meta = node["metadata"]
+        meta["labels"] = {
+            **(meta.get("labels") or {}),
+            **claim.labels,
+            wk.NODE_REGISTERED: "true",
+        }
+        finalizers = meta.setdefault("finalizers", [])
+        if wk.TERMINATION_FINALIZER not in finalizers:
+            finalizers.append(wk.TERMINATION_FINALIZER)
+        spec = node.setdefault("spec", {})
+        taints = [t for t in spec.get("taints") or [] if t.get("key") != wk.UNREGISTERED_TAINT_KEY]
+        for taint in [*claim.taints, *claim.startup_taints]:
+            if not any(same_taint(taint, t) for t in taints):
+                taints.append(taint)
+        spec["taints"] = taints
+        self.kube.update(node)
+
+    def _node_for(self, claim: NodeClaim) -> dict[str, Any] | None:
+        provider_id = claim.status.provider_id
+        return next(
+            (
+                n
+                for n in self.state.nodes.values()
+                if (n.get("spec") or {}).get("providerID") == provider_id
+            ),
+            None,
+        )
+
+    # --- initialization ------------------------------------------------------------
+
+    def _initialize(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
+        node = self._node_for(claim)
+        if node is None:
+            return Result(requeue_after=POLL)
+        waiting = self._not_initialized_because(claim, node)
+        if waiting:
+            return Result(requeue_after=POLL)
+        node["metadata"]["labels"][wk.NODE_INITIALIZED] = "true"
+        self.kube.update(node)
+        now = self.clock.now()
+        cond.set_condition(raw["status"]["conditions"], nc.INITIALIZED, cond.TRUE, now)
+        cond.set_condition(raw["status"]["conditions"], nc.READY, cond.TRUE, now)
+        self.kube.update_status(raw)
+        self.recorder.record(raw, NORMAL, "Initialized", f"Node {node['metadata']['name']}")
+        return DONE
+
+    def _not_initialized_because(self, claim: NodeClaim, node: dict[str, Any]) -> str | None:
+        status = node.get("status") or {}
+        if not cond.is_true(status.get("conditions"), "Ready"):
+            return "node not ready"
+        taints = (node.get("spec") or {}).get("taints") or []
+        if any(same_taint(s, t) for s in claim.startup_taints for t in taints):
+            return "startup taints present"
+        allocatable = res.parse_resource_list(status.get("allocatable"))
+        for name, amount in claim.requests_milli.items():
+            extended = name not in (res.CPU, res.MEMORY, res.PODS, res.EPHEMERAL_STORAGE)
+            if extended and amount and not allocatable.get(name):
+                return f"extended resource {name} not registered"
+        return None
+
+    # --- helpers -------------------------------------------------------------------
+
+    def _age(self, raw: dict[str, Any]) -> float:
+        created = raw["metadata"].get("creationTimestamp")
+        return self.clock.now() - from_rfc3339(created) if created else 0.0
+
+    def _give_up(self, raw: dict[str, Any], reason: str, message: str) -> Result:
+        self.recorder.record(raw, WARNING, reason, message)
+        log.info("deleting nodeclaim %s: %s", raw["metadata"]["name"], message)
+        with contextlib.suppress(NotFound):
+            self.kube.delete("NodeClaim", raw["metadata"]["name"])
+        return DONE

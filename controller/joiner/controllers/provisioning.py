@@ -1,0 +1,220 @@
+"""Provisioning [SPEC 3]: batch provisionable pods, solve, create NodeClaims.
+
+Pod events ``trigger`` a batch. The batch closes when no new pod has arrived
+for ``batch_idle`` seconds, or ``batch_max`` after it opened; then one
+scheduling pass places the pods on existing and in-flight capacity and opens
+NodeClaims for the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.conditions import is_true
+from joiner.api.nodepool import NodePool
+from joiner.clock import Clock
+from joiner.cloudprovider.types import CloudProvider, InstanceType
+from joiner.controllers.runtime import DONE, Result
+from joiner.events import NORMAL, WARNING, EventRecorder
+from joiner.kube.api import KubeAPI
+from joiner.metrics import Metrics
+from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
+from joiner.scheduling.solver import solve
+from joiner.state.cluster import ClusterState, is_provisionable
+
+log = logging.getLogger(__name__)
+
+BATCH_KEY = "batch"
+NOT_SYNCED_RETRY = 1.0
+
+
+class Batcher:
+    """The batch window [SPEC 3.2]: idle timeout from the last new pod, capped by a
+    maximum from the first; pods seen before do not extend it."""
+
+    def __init__(self, clock: Clock, idle: float, maximum: float) -> None:
+        self.clock, self.idle, self.maximum = clock, idle, maximum
+        self._opened: float | None = None
+        self._last: float = 0.0
+        self._seen: set[str] = set()
+
+    def trigger(self, key: str) -> bool:
+        """Note a provisionable pod; True when this opened a new window."""
+        now = self.clock.now()
+        opened = self._opened is None
+        if opened:
+            self._opened, self._seen = now, set()
+        if key not in self._seen:
+            self._seen.add(key)
+            self._last = now
+        return opened
+
+    def remaining(self) -> float | None:
+        """Seconds until the window closes (0 when closed), None when no window is open."""
+        if self._opened is None:
+            return None
+        closes = min(self._last + self.idle, self._opened + self.maximum)
+        return max(0.0, closes - self.clock.now())
+
+    def close(self) -> None:
+        self._opened = None
+
+
+class Provisioner:
+    name = "provisioner"
+
+    def __init__(
+        self,
+        kube: KubeAPI,
+        state: ClusterState,
+        cloud: CloudProvider,
+        clock: Clock,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        batch_idle: float = 1.0,
+        batch_max: float = 10.0,
+    ) -> None:
+        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+        self.recorder, self.metrics = recorder, metrics
+        self.batcher = Batcher(clock, batch_idle, batch_max)
+        self.last_plan: Plan | None = None
+
+    def on_pod(self, pod: dict[str, Any]) -> str | None:
+        """Watch hook: returns the key to enqueue when the pod opens a batch."""
+        if is_provisionable(pod) and self.batcher.trigger(pod_key(pod)):
+            return BATCH_KEY
+        return None
+
+    def reconcile(self, key: str) -> Result:
+        remaining = self.batcher.remaining()
+        if remaining is None:
+            return DONE
+        if remaining > 0:
+            return Result(requeue_after=remaining)
+        if not self.state.synced:
+            return Result(requeue_after=NOT_SYNCED_RETRY)
+        self.batcher.close()
+        self.provision()
+        return DONE
+
+    def provision(self) -> Plan | None:
+        pods = self.state.provisionable_pods()
+        self.metrics.pending_pods.set(len(pods))
+        if not pods:
+            return None
+        pools = self.ready_nodepools()
+        instance_types = {pool.name: self._instance_types(pool) for pool in pools}
+        started = time.perf_counter()  # compute time for the metric, not a decision input
+        plan = solve(pods, pools, instance_types, self.state.snapshot())
+        self.metrics.scheduling_duration.observe(time.perf_counter() - started)
+        self.metrics.unschedulable_pods.set(len(plan.unplaceable))
+        self._act_on(plan, {pod_key(p): p for p in pods})
+        self.last_plan = plan
+        return plan
+
+    def ready_nodepools(self) -> list[NodePool]:
+        """NodePools whose node class is ready, highest weight first, then by name."""
+        ready = [
+            pool
+            for pool in self.state.nodepools.values()
+            if not pool.metadata.get("deletionTimestamp") and self._nodeclass_ready(pool)
+        ]
+        return sorted(ready, key=lambda p: (-(p.weight or 0), p.name))
+
+    def _nodeclass_ready(self, pool: NodePool) -> bool:
+        nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)
+        return nodeclass is not None and is_true(nodeclass.status.get("conditions"), "Ready")
+
+    def _instance_types(self, pool: NodePool) -> Sequence[InstanceType]:
+        return self.cloud.get_instance_types(pool)
+
+    def _act_on(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
+        for key, node_name in plan.existing.items():
+            self.state.nominate(key, node_name)
+            self.recorder.record(
+                pods[key], NORMAL, "Nominated", f"Pod should schedule on: node/{node_name}"
+            )
+        for claim_plan in plan.nodeclaims:
+            created = self._create_nodeclaim(claim_plan)
+            for key in claim_plan.pods:
+                self.state.nominate(key, created["metadata"]["name"])
+                self.recorder.record(
+                    pods[key],
+                    NORMAL,
+                    "Nominated",
+                    f"Pod should schedule on: nodeclaim/{created['metadata']['name']}",
+                )
+        for key, why in plan.unplaceable.items():
+            self.recorder.record(
+                pods[key],
+                WARNING,
+                "FailedScheduling",
+                f"Failed to schedule pod, {why.constraint}: {why.message}",
+            )
+
+    def _create_nodeclaim(self, plan: NodeClaimPlan) -> dict[str, Any]:
+        pool = self.state.nodepools[plan.nodepool]
+        manifest = nodeclaim_manifest(pool, plan)
+        created = self.kube.create(manifest)
+        self.metrics.nodeclaims_created.labels(plan.nodepool, "provisioning").inc()
+        log.info(
+            "created nodeclaim",
+            extra={
+                "nodeclaim": created["metadata"]["name"],
+                "nodepool": plan.nodepool,
+                "instance_types": len(plan.instance_types),
+                "pods": len(plan.pods),
+            },
+        )
+        return created
+
+
+def nodeclaim_manifest(pool: NodePool, plan: NodeClaimPlan) -> dict[str, Any]:
+    """The NodeClaim for one plan entry: the pool's template plus what the plan decided."""
+    template = pool.template
+    labels = {
+        **template.labels,
+        **plan.labels,
+        wk.NODEPOOL: pool.name,
+        wk.EC2NODECLASS: template.node_class_ref.name,
+    }
+    spec: dict[str, Any] = {
+        "nodeClassRef": template.node_class_ref.to_dict(),
+        "requirements": plan.requirements,
+        "resources": {"requests": res.format_resource_list(plan.requests)},
+        "expireAfter": template.expire_after,
+    }
+    if plan.taints:
+        spec["taints"] = plan.taints
+    if plan.startup_taints:
+        spec["startupTaints"] = plan.startup_taints
+    if template.termination_grace_period is not None:
+        spec["terminationGracePeriod"] = template.termination_grace_period
+    return {
+        "apiVersion": wk.API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{pool.name}-",
+            "labels": labels,
+            "annotations": {
+                **template.annotations,
+                wk.NODEPOOL_HASH: pool.metadata.get("annotations", {}).get(wk.NODEPOOL_HASH, ""),
+            },
+            "finalizers": [wk.TERMINATION_FINALIZER],
+            "ownerReferences": [
+                {
+                    "apiVersion": wk.API_VERSION,
+                    "kind": "NodePool",
+                    "name": pool.name,
+                    "uid": pool.metadata.get("uid", ""),
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }

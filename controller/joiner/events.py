@@ -1,0 +1,87 @@
+"""Kubernetes Events about the objects the controller acts on.
+
+Repeats of the same (object, reason, message) within ``DEDUP_WINDOW`` only bump
+the count, as the API server's event aggregation does, so a loop that keeps
+failing does not flood the cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from joiner.clock import Clock, to_rfc3339
+from joiner.kube.api import ApiError, KubeAPI
+
+log = logging.getLogger(__name__)
+
+NORMAL, WARNING = "Normal", "Warning"
+DEDUP_WINDOW = 600.0
+COMPONENT = "karpenter"
+
+
+class EventRecorder:
+    def __init__(self, kube: KubeAPI, clock: Clock, namespace: str = "default") -> None:
+        self.kube, self.clock = kube, clock
+        self.default_namespace = namespace
+        self._recent: dict[tuple[str, str, str], tuple[str, str, float, int]] = {}
+
+    def record(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        meta = obj.get("metadata") or {}
+        now = self.clock.now()
+        dedup = (meta.get("uid") or meta.get("name", ""), reason, message)
+        seen = self._recent.get(dedup)
+        try:
+            if seen and now - seen[2] < DEDUP_WINDOW:
+                self._bump(dedup, seen, now)
+            else:
+                self._create(dedup, obj, type_, reason, message, now)
+        except ApiError as err:  # events are best effort: never fail a reconcile over one
+            log.warning("event %s on %s not recorded: %s", reason, meta.get("name"), err)
+
+    def _create(
+        self,
+        dedup: tuple[str, str, str],
+        obj: dict[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        now: float,
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or self.default_namespace
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "firstTimestamp": to_rfc3339(now),
+            "lastTimestamp": to_rfc3339(now),
+            "count": 1,
+        }
+        created = self.kube.create(event)
+        self._recent[dedup] = (created["metadata"]["name"], namespace, now, 1)
+
+    def _bump(
+        self, dedup: tuple[str, str, str], seen: tuple[str, str, float, int], now: float
+    ) -> None:
+        name, namespace, first, count = seen
+        self.kube.patch(
+            "Event",
+            name,
+            {"count": count + 1, "lastTimestamp": to_rfc3339(now)},
+            namespace,
+        )
+        self._recent[dedup] = (name, namespace, first, count + 1)

@@ -1,0 +1,139 @@
+"""Admission checks of the in-memory API server: 422 Invalid with causes naming fields.
+
+Core kinds get the API server's basic object checks (metadata, names, labels, the
+few required Pod fields). Karpenter kinds are defaulted and checked by
+``joiner.api.validation`` (the CRD schema and its CEL rules, immutable fields).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from joiner.api import validation as api_validation
+from joiner.kube.api import Cause, Invalid
+from joiner.kube.resources import ResourceKind
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Kinds whose names must be DNS labels rather than DNS subdomains.
+_LABEL_NAMED_KINDS = frozenset({"Namespace", "Service"})
+
+
+def invalid(kind: str, name: str, causes: list[Cause]) -> Invalid:
+    detail = "; ".join(f"{c.field}: {c.message}" for c in causes)
+    return Invalid(f'{kind} "{name}" is invalid: {detail}', causes)
+
+
+def check_name(kind: str, name: str) -> list[Cause]:
+    label_named = kind in _LABEL_NAMED_KINDS
+    pattern, limit = (_DNS_LABEL, 63) if label_named else (_DNS_SUBDOMAIN, 253)
+    if len(name) > limit or not pattern.match(name):
+        what = "RFC 1123 label" if label_named else "RFC 1123 subdomain"
+        return [
+            Cause(
+                "metadata.name",
+                f"Invalid value: {name!r}: a lowercase {what} must consist of lower case "
+                f"alphanumeric characters, '-' or '.', at most {limit} characters",
+            )
+        ]
+    return []
+
+
+def _check_labels(labels: Any) -> list[Cause]:
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [Cause("metadata.labels", "must be a map of string to string")]
+    causes = []
+    for key, value in labels.items():
+        prefix, _, name = str(key).rpartition("/")
+        bad_prefix = bool(prefix) and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))
+        if bad_prefix or len(name) > 63 or not _LABEL_NAME.match(name):
+            causes.append(Cause("metadata.labels", f"Invalid value: {key!r}: invalid label key"))
+        elif not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(
+                Cause(f"metadata.labels.{key}", f"Invalid value: {value!r}: invalid label value")
+            )
+    return causes
+
+
+def check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return [Cause("metadata", "Required value: must be an object", "FieldValueRequired")]
+    causes: list[Cause] = []
+    name = metadata.get("name")
+    if needs_name and not name and not metadata.get("generateName"):
+        causes.append(
+            Cause(
+                "metadata.name",
+                "Required value: name or generateName is required",
+                "FieldValueRequired",
+            )
+        )
+    elif name is not None and not isinstance(name, str):
+        causes.append(Cause("metadata.name", "Invalid value: must be a string"))
+    for field in ("annotations", "labels"):
+        value = metadata.get(field)
+        if value is not None and not isinstance(value, dict):
+            causes.append(Cause(f"metadata.{field}", "must be a map of string to string"))
+    causes += _check_labels(metadata.get("labels"))
+    finalizers = metadata.get("finalizers")
+    if finalizers is not None and not (
+        isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
+    ):
+        causes.append(Cause("metadata.finalizers", "must be a list of strings"))
+    return causes
+
+
+def _check_pod(obj: dict[str, Any]) -> list[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [Cause("spec", "Required value", "FieldValueRequired")]
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return [Cause("spec.containers", "Required value", "FieldValueRequired")]
+    return [
+        Cause(f"spec.containers[{i}].name", "Required value", "FieldValueRequired")
+        for i, c in enumerate(containers)
+        if not isinstance(c, dict) or not c.get("name")
+    ]
+
+
+def _causes_from_field_errors(errors: list[Any]) -> list[Cause]:
+    return [Cause(str(e.path), str(e.message)) for e in errors]
+
+
+def admit_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as stored (CRD schema defaults applied), or Invalid (422) naming every
+    bad field."""
+    causes = check_metadata(obj, needs_name=True)
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = metadata.get("name")
+    if not causes and isinstance(name, str) and name:
+        causes += check_name(rk.kind, name)
+    if rk.kind == "Pod" and not rk.group:
+        causes += _check_pod(obj)
+    if rk.custom and not causes:
+        obj = api_validation.apply_defaults(obj)
+        causes += _causes_from_field_errors(api_validation.validate_object(obj))
+    if causes:
+        raise invalid(rk.kind, str(name or metadata.get("generateName") or ""), causes)
+    return obj
+
+
+def admit_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The replacement as stored (defaults applied), or Invalid (422) for bad or
+    immutable fields."""
+    causes = check_metadata(new, needs_name=False)
+    if rk.kind == "Pod" and not rk.group:
+        causes += _check_pod(new)
+    if rk.custom and not causes:
+        new = api_validation.apply_defaults(new)
+        causes += _causes_from_field_errors(api_validation.validate_update(old, new))
+    if causes:
+        raise invalid(rk.kind, str(old["metadata"]["name"]), causes)
+    return new

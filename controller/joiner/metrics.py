@@ -1,0 +1,102 @@
+"""Prometheus metrics [SPEC 11]. Names follow Karpenter's so dashboards port.
+
+Each ``Metrics`` has its own registry, so several controllers (tests, the
+simulator) can live in one process without colliding.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.nodeclaims_created = Counter(
+            "karpenter_nodeclaims_created",
+            "NodeClaims created.",
+            ["nodepool", "reason"],
+            registry=r,
+        )
+        self.nodeclaims_terminated = Counter(
+            "karpenter_nodeclaims_terminated", "NodeClaims terminated.", ["nodepool"], registry=r
+        )
+        self.nodeclaims_disrupted = Counter(
+            "karpenter_nodeclaims_disrupted",
+            "NodeClaims disrupted, by reason.",
+            ["nodepool", "reason"],
+            registry=r,
+        )
+        self.pods_startup_duration = Histogram(
+            "karpenter_pods_startup_duration_seconds",
+            "Time from pod creation to running.",
+            buckets=(1, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600),
+            registry=r,
+        )
+        self.scheduling_duration = Histogram(
+            "karpenter_scheduler_scheduling_duration_seconds",
+            "Compute time of one scheduling simulation.",
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            "karpenter_scheduler_unschedulable_pods_count",
+            "Pods the last scheduling pass could not place.",
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            "karpenter_pods_pending", "Provisionable pods waiting for capacity.", registry=r
+        )
+        self.nodepool_usage = Gauge(
+            "karpenter_nodepools_usage",
+            "Resources used by a NodePool's nodes.",
+            ["nodepool", "resource_type"],
+            registry=r,
+        )
+        self.nodepool_limit = Gauge(
+            "karpenter_nodepools_limit",
+            "A NodePool's resource limits.",
+            ["nodepool", "resource_type"],
+            registry=r,
+        )
+        self.cluster_state_synced = Gauge(
+            "karpenter_cluster_state_synced",
+            "1 when the controller's view of the cluster is complete.",
+            registry=r,
+        )
+        self.interruption_messages = Counter(
+            "karpenter_interruption_received_messages",
+            "Interruption queue messages received, by kind.",
+            ["message_type"],
+            registry=r,
+        )
+        self.interruption_actions = Counter(
+            "karpenter_interruption_actions_performed",
+            "Actions taken on interruption messages.",
+            ["action_type"],
+            registry=r,
+        )
+        self.offering_price = Gauge(
+            "karpenter_cloudprovider_instance_type_offering_price_estimate",
+            "Price estimate of an instance type offering (USD per hour).",
+            ["instance_type", "capacity_type", "zone"],
+            registry=r,
+        )
+        self.disruption_decisions = Counter(
+            "karpenter_voluntary_disruption_decisions",
+            "Disruption decisions, by decision and reason.",
+            ["decision", "reason"],
+            registry=r,
+        )
+        self.cluster_cost = Gauge(
+            "joiner_cluster_cost_per_hour",
+            "Price of the managed nodes, USD per hour.",
+            registry=r,
+        )
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric."""
+        return generate_latest(self.registry)

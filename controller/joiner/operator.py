@@ -1,0 +1,147 @@
+"""Wiring: one ClusterState, the controllers, and the routing of watch events to
+their queues. The same ``Operator`` runs in production (``joiner controller``),
+in tests and in the simulator; only the feed, the cloud and the clock differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.clock import Clock
+from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers import garbagecollection
+from joiner.controllers.garbagecollection import GarbageCollection
+from joiner.controllers.lifecycle import NodeClaimLifecycle
+from joiner.controllers.nodeclass import NodeClassStatus, Resolver
+from joiner.controllers.nodepool import NodePoolStatus
+from joiner.controllers.provisioning import BATCH_KEY, Provisioner
+from joiner.controllers.runtime import Manager
+from joiner.controllers.termination import NodeFinalizer, Termination
+from joiner.events import EventRecorder
+from joiner.kube.api import KubeAPI
+from joiner.metrics import Metrics
+from joiner.state.cluster import WATCHED_KINDS, ClusterState
+
+
+@dataclass(frozen=True)
+class OperatorOptions:
+    batch_idle: float = 1.0
+    batch_max: float = 10.0
+    events_namespace: str = "default"
+
+
+def validate_nothing(obj: dict) -> list:
+    return []
+
+
+class Operator:
+    def __init__(
+        self,
+        kube: KubeAPI,
+        cloud: CloudProvider,
+        clock: Clock,
+        resolve_nodeclass: Resolver,
+        options: OperatorOptions | None = None,
+        metrics: Metrics | None = None,
+        validate: Callable[[dict], list] = validate_nothing,
+    ) -> None:
+        options = options or OperatorOptions()
+        self.kube, self.cloud, self.clock = kube, cloud, clock
+        self.metrics = metrics or Metrics()
+        self.state = ClusterState(clock)
+        self.recorder = EventRecorder(kube, clock, options.events_namespace)
+        self.feed: Any = None
+        self.manager = Manager(clock, pump=self.pump)
+        shared = (kube, self.state, cloud, clock, self.recorder, self.metrics)
+        self.provisioner = Provisioner(
+            *shared, batch_idle=options.batch_idle, batch_max=options.batch_max
+        )
+        self.lifecycle = NodeClaimLifecycle(*shared)
+        self.termination = Termination(*shared)
+        self.node_finalizer = NodeFinalizer(kube, self.state)
+        self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
+        self.nodeclass_status = NodeClassStatus(kube, resolve_nodeclass)
+        self.gc = GarbageCollection(kube, self.state, cloud, clock)
+        for reconciler in (
+            self.provisioner,
+            self.lifecycle,
+            self.termination,
+            self.node_finalizer,
+            self.nodepool_status,
+            self.nodeclass_status,
+        ):
+            self.manager.register(reconciler)
+        self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
+
+    # --- feeding -------------------------------------------------------------
+
+    def attach(self, feed_factory: Callable[..., Any]) -> None:
+        """Create the feed: ``feed_factory(kube, kinds, handler, listed)``."""
+        self.feed = feed_factory(self.kube, WATCHED_KINDS, self.handle, self._listed)
+
+    def pump(self) -> int:
+        return self.feed.pump() if self.feed is not None else 0
+
+    def _listed(self, kind: str) -> None:
+        self.state.mark_listed(kind)
+        self.metrics.cluster_state_synced.set(1 if self.state.synced else 0)
+
+    def handle(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
+        """Update the state, then wake the controllers that care."""
+        self.state.apply(event_type, obj)
+        route = getattr(self, f"_on_{kind.lower()}", None)
+        if route is not None:
+            route(event_type, obj)
+
+    def _on_pod(self, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type != "DELETED" and self.provisioner.on_pod(obj):
+            self.manager.enqueue(self.provisioner.name, BATCH_KEY)
+
+    def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        pool = (obj["metadata"].get("labels") or {}).get(wk.NODEPOOL)
+        if pool:
+            self.manager.enqueue(self.nodepool_status.name, pool)
+        if event_type == "DELETED":
+            self._reprovision()
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            self.manager.enqueue(self.termination.name, name)
+        else:
+            self.manager.enqueue(self.lifecycle.name, name)
+
+    def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type == "DELETED":
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            self.manager.enqueue(self.node_finalizer.name, obj["metadata"]["name"])
+        provider_id = (obj.get("spec") or {}).get("providerID")
+        for claim in self.state.nodeclaims.values():
+            if provider_id and claim.status.provider_id == provider_id:
+                queue = self.termination if claim.metadata.get("deletionTimestamp") else None
+                self.manager.enqueue((queue or self.lifecycle).name, claim.name)
+
+    def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type != "DELETED":
+            self.manager.enqueue(self.nodepool_status.name, obj["metadata"]["name"])
+        self._reprovision()
+
+    def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if event_type != "DELETED":
+            self.manager.enqueue(self.nodeclass_status.name, name)
+        for pool in self.state.nodepools.values():
+            if pool.template.node_class_ref.name == name:
+                self.manager.enqueue(self.nodepool_status.name, pool.name)
+        self._reprovision()
+
+    def _reprovision(self) -> None:
+        """Capacity or pools changed: pending pods get another batch."""
+        for pod in self.state.provisionable_pods():
+            if self.provisioner.on_pod(pod):
+                self.manager.enqueue(self.provisioner.name, BATCH_KEY)
+                return
+

@@ -1,0 +1,182 @@
+"""A pool's instance types as NumPy arrays, for vectorised fit checks [SPEC 3.5, 3.9].
+
+Rows are instance types; ``allocatable`` columns are the resource dimensions of
+the solve; ``prices[t, z, c]`` is the price of type t in zone z with capacity
+type c (infinity when there is no such available offering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.nodepool import NodePool
+from joiner.api.requirements import Requirements
+from joiner.api.resources import ResourceList
+from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling.model import DaemonSet
+from joiner.scheduling.taints import untolerated
+
+
+class Dimensions:
+    """Resource names <-> column indexes."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+
+    def vector(self, resources: Mapping[str, int]) -> np.ndarray:
+        out = np.zeros(len(self.names), dtype=np.int64)
+        for name, amount in resources.items():
+            if name in self.index:
+                out[self.index[name]] = amount
+        return out
+
+    def to_list(self, vector: np.ndarray) -> ResourceList:
+        return {name: int(vector[i]) for i, name in enumerate(self.names) if vector[i]}
+
+
+class PoolCatalog:
+    def __init__(
+        self,
+        pool: NodePool,
+        instance_types: Sequence[InstanceType],
+        dims: Dimensions,
+        daemonsets: Sequence[tuple[DaemonSet, ResourceList]],
+    ) -> None:
+        self.pool = pool
+        self.name = pool.name
+        self.weight = pool.weight or 0
+        self.requirements = pool.requirements()
+        self.taints = list(pool.template.taints)
+        self.startup_taints = list(pool.template.startup_taints)
+        self.types = list(instance_types)
+        self.names = [it.name for it in self.types]
+        self.dims = dims
+        self.allocatable = np.array(
+            [dims.vector(it.allocatable) for it in self.types], dtype=np.int64
+        ).reshape(len(self.types), len(dims.names))
+        self.limits = pool.limits_milli
+        limit_names = [n for n in self.limits if n != res.NODES]
+        self.limit_dims = Dimensions(limit_names)
+        self.capacity = np.array(
+            [self.limit_dims.vector(it.capacity) for it in self.types], dtype=np.int64
+        ).reshape(len(self.types), len(limit_names))
+        self.zones = sorted({o.zone for it in self.types for o in it.offerings})
+        self.capacity_types = sorted({o.capacity_type for it in self.types for o in it.offerings})
+        self.prices = self._price_cube()
+        self._daemonsets = daemonsets
+        self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))
+        self._compatible: dict[str, np.ndarray] = {}
+        self._min_value_codes: dict[str, np.ndarray] = {}
+        self._domains: dict[str, frozenset[str]] = {}
+        self.min_values = {
+            key: r.min_values for key, r in self.requirements.items() if r.min_values is not None
+        }
+
+    def _price_cube(self) -> np.ndarray:
+        zone_index = {z: i for i, z in enumerate(self.zones)}
+        ct_index = {c: i for i, c in enumerate(self.capacity_types)}
+        prices = np.full((len(self.types), len(self.zones), len(self.capacity_types)), np.inf)
+        for t, it in enumerate(self.types):
+            for o in it.offerings:
+                if o.available:
+                    z, c = zone_index[o.zone], ct_index[o.capacity_type]
+                    prices[t, z, c] = min(prices[t, z, c], o.price)
+        return prices
+
+    # --- requirements -> types --------------------------------------------------------
+
+    def offering_prices(self, requirements: Requirements) -> np.ndarray:
+        """[t, z, c] prices restricted to the zones and capacity types allowed."""
+        zone = requirements.get_requirement(wk.ZONE)
+        capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
+        zones = np.array([zone.has(z) for z in self.zones], dtype=bool)
+        cts = np.array([capacity_type.has(c) for c in self.capacity_types], dtype=bool)
+        allowed = zones[:, None] & cts[None, :]
+        return np.where(allowed[None, :, :], self.prices, np.inf)
+
+    def compatible_types(self, requirements: Requirements, signature: str) -> np.ndarray:
+        """Boolean mask of types whose labels intersect ``requirements`` and that have an
+        available offering they allow."""
+        found = self._compatible.get(signature)
+        if found is None:
+            by_labels = self.label_compatible(requirements)
+            offered = np.isfinite(self.offering_prices(requirements)).any(axis=(1, 2))
+            found = by_labels & offered
+            self._compatible[signature] = found
+        return found
+
+    def label_compatible(self, requirements: Requirements) -> np.ndarray:
+        return np.array(
+            [it.requirements.intersects(requirements) is None for it in self.types], dtype=bool
+        ).reshape(len(self.types))
+
+    # --- daemonsets -------------------------------------------------------------------
+
+    def overhead_for(self, requirements: Requirements) -> ResourceList:
+        """Requests of the daemonsets that would run on a node with these requirements
+        and this pool's taints."""
+        total: ResourceList = {}
+        for daemonset, requests in self._daemonsets:
+            spec = daemonset.pod_template.get("spec") or {}
+            if untolerated(spec.get("tolerations") or (), self.taints, False) is not None:
+                continue
+            if requirements.compatible(Requirements.for_pod(daemonset.pod_template)) is not None:
+                continue
+            total = res.add(total, requests)
+        return total
+
+    # --- minValues --------------------------------------------------------------------
+
+    def value_codes(self, key: str) -> np.ndarray:
+        """Per type, an integer code of its value for ``key`` (-1 when undefined)."""
+        found = self._min_value_codes.get(key)
+        if found is None:
+            codes: dict[str, int] = {}
+            values = []
+            for it in self.types:
+                requirement = it.requirements.get(key)
+                value = requirement.any_value() if requirement is not None else None
+                values.append(-1 if value is None else codes.setdefault(value, len(codes)))
+            found = np.array(values, dtype=np.int64)
+            self._min_value_codes[key] = found
+        return found
+
+    def min_values_shortfall(self, candidates: np.ndarray) -> str | None:
+        """Why the candidate types do not satisfy the pool's minValues, or None."""
+        for key, wanted in self.min_values.items():
+            codes = self.value_codes(key)[candidates]
+            distinct = len(np.unique(codes[codes >= 0]))
+            if distinct < wanted:
+                return f"minValues {wanted} on {key} but only {distinct} value(s) remain"
+        return None
+
+    # --- topology domains -------------------------------------------------------------
+
+    def domains(self, key: str) -> frozenset[str]:
+        """Values ``key`` can take on a new node of this pool."""
+        found = self._domains.get(key)
+        if found is None:
+            found = self._domains[key] = frozenset(self._compute_domains(key))
+        return found
+
+    def _compute_domains(self, key: str) -> set[str]:
+        allowed = self.requirements.get_requirement(key)
+        if key == wk.ZONE:
+            values = set(self.zones)
+        elif key == wk.CAPACITY_TYPE:
+            values = set(self.capacity_types)
+        else:
+            values = {
+                v
+                for it in self.types
+                if (r := it.requirements.get(key)) is not None and not r.complement
+                for v in r.values
+            }
+            if not allowed.complement:
+                values |= set(allowed.values)
+        return {v for v in values if allowed.has(v)}

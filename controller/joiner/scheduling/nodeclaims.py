@@ -1,0 +1,145 @@
+"""NodeClaims opened during a solve, and their finalisation into plans [SPEC 3.9, 3.10]."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from joiner.api import labels as wk
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.scheduling.catalog import PoolCatalog
+from joiner.scheduling.model import NodeClaimPlan
+
+MAX_INSTANCE_TYPES = 60  # candidates sent to the launch [SPEC 3.10]
+
+
+class Draft:
+    """A NodeClaim being filled: its requirements narrow and its candidate types
+    (indexes into the pool's catalogue) shrink as pods are added."""
+
+    __slots__ = (
+        "count",
+        "hostname",
+        "idx",
+        "pods",
+        "pool",
+        "ports",
+        "requirements",
+        "room",
+        "sig",
+        "used",
+    )
+
+    def __init__(
+        self,
+        pool: PoolCatalog,
+        hostname: str,
+        requirements: Requirements,
+        signature: str,
+        idx: np.ndarray,
+    ) -> None:
+        self.pool = pool
+        self.hostname = hostname
+        self.requirements = requirements
+        self.sig = signature
+        self.idx = idx
+        self.used = pool.daemon_overhead.copy()
+        self.pods: list[str] = []
+        self.count = 0  # len(pods), kept for fast sorting
+        self.ports: set[tuple[str, str, int]] = set()
+        self.room: list[int] = self._room()
+
+    def _room(self) -> list[int]:
+        """Per dimension, the most any candidate type still has free (a quick pre-check)."""
+        return (self.pool.allocatable[self.idx].max(axis=0) - self.used).tolist()
+
+    def add(
+        self,
+        requirements: Requirements,
+        signature: str,
+        idx: np.ndarray,
+        requests: np.ndarray,
+        keys: list[str],
+    ) -> None:
+        self.requirements = requirements
+        self.sig = signature
+        self.idx = idx
+        self.used = self.used + requests * len(keys)
+        self.pods.extend(keys)
+        self.count = len(self.pods)
+        self.room = self._room()
+
+    def domains(self, key: str) -> list[str]:
+        """The values ``key`` may still take on this node."""
+        if key == wk.HOSTNAME:
+            return [self.hostname]
+        requirement = self.requirements.get_requirement(key)
+        return sorted(v for v in self.pool.domains(key) if requirement.has(v))
+
+    def reservation(self) -> np.ndarray:
+        """What this NodeClaim may take from its pool's limits: the largest capacity
+        among its candidate types [SPEC 3.9]."""
+        return self.pool.capacity[self.idx].max(axis=0)
+
+
+def finalize(draft: Draft) -> NodeClaimPlan:
+    pool = draft.pool
+    requirements = Requirements(r for k, r in draft.requirements.items() if k != wk.HOSTNAME)
+    prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
+    cheapest = prices.min(axis=(1, 2))
+    order = np.lexsort((np.array(draft.idx), cheapest))
+    ranked = draft.idx[order]
+    chosen = ranked[: _candidate_count(pool, ranked)]
+    offered = np.isfinite(prices[order][: len(chosen)]).any(axis=(0, 1))
+    capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
+    requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
+    names = [pool.names[i] for i in chosen]
+    overhead = pool.dims.vector(pool.overhead_for(requirements))
+    pod_requests = draft.used - pool.daemon_overhead
+    return NodeClaimPlan(
+        nodepool=pool.name,
+        hostname=draft.hostname,
+        requirements=_requirement_dicts(requirements, names),
+        instance_types=names,
+        requests=pool.dims.to_list(pod_requests + overhead),
+        daemonset_overhead=pool.dims.to_list(overhead),
+        taints=[dict(t) for t in pool.taints],
+        startup_taints=[dict(t) for t in pool.startup_taints],
+        labels=_labels(pool, requirements),
+        pods=list(draft.pods),
+        price=float(cheapest[order[0]]),
+    )
+
+
+def _candidate_count(pool: PoolCatalog, ranked: np.ndarray) -> int:
+    """At most 60, unless fewer would break the pool's minValues."""
+    count = min(MAX_INSTANCE_TYPES, len(ranked))
+    while count < len(ranked) and pool.min_values_shortfall(ranked[:count]) is not None:
+        count += 1
+    return count
+
+
+def _requirement_dicts(requirements: Requirements, names: list[str]) -> list[dict[str, Any]]:
+    """Sorted by key, with the instance types in cheapest-first order (not sorted)."""
+    out: list[dict[str, Any]] = []
+    instance_type = requirements.get(wk.INSTANCE_TYPE)
+    for key in sorted({*requirements.keys(), wk.INSTANCE_TYPE}):
+        if key != wk.INSTANCE_TYPE:
+            out.extend(requirements[key].to_dicts())
+            continue
+        entry: dict[str, Any] = {"key": key, "operator": IN, "values": names}
+        if instance_type is not None and instance_type.min_values is not None:
+            entry["minValues"] = instance_type.min_values
+        out.append(entry)
+    return out
+
+
+def _labels(pool: PoolCatalog, requirements: Requirements) -> dict[str, str]:
+    """Template labels, the pool label, and every requirement narrowed to one value."""
+    labels = dict(pool.pool.template.labels)
+    for key, requirement in requirements.items():
+        if key != wk.HOSTNAME and not requirement.complement and len(requirement.values) == 1:
+            labels[key] = next(iter(requirement.values))
+    labels[wk.NODEPOOL] = pool.name
+    return labels

@@ -1,0 +1,89 @@
+"""Per-pod facts the scheduler needs: requests, host ports, labels [SPEC 3.5]."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from joiner.api import resources as res
+from joiner.api.resources import ResourceList
+from joiner.scheduling.model import Pod
+
+ONE_POD = 1000  # one pod, in milli-units of the "pods" resource
+
+HostPort = tuple[str, str, int]  # (host IP, protocol, port)
+WILDCARD_IP = "0.0.0.0"
+
+
+def _container_requests(container: Mapping) -> ResourceList:
+    resources = container.get("resources") or {}
+    # A limit without a request means request == limit (Kubernetes defaulting).
+    merged = dict(resources.get("limits") or {})
+    merged.update(resources.get("requests") or {})
+    return res.parse_resource_list(merged)
+
+
+def pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> ResourceList:
+    """max(sum of containers + sidecars, each init container + sidecars started before it)
+    + pod overhead (spec.overhead, else the RuntimeClass's), plus one ``pods``."""
+    spec = pod.get("spec") or {}
+    running = res.sum_lists(_container_requests(c) for c in spec.get("containers") or ())
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
+    for init in spec.get("initContainers") or ():
+        requests = _container_requests(init)
+        if init.get("restartPolicy") == "Always":
+            sidecars = res.add(sidecars, requests)
+            init_peak = res.max_of(init_peak, sidecars)
+        else:
+            init_peak = res.max_of(init_peak, res.add(sidecars, requests))
+    total = res.max_of(res.add(running, sidecars), init_peak)
+    overhead = spec.get("overhead")
+    if overhead:
+        total = res.add(total, res.parse_resource_list(overhead))
+    elif spec.get("runtimeClassName") in runtime_classes:
+        total = res.add(total, runtime_classes[spec["runtimeClassName"]])
+    total[res.PODS] = total.get(res.PODS, 0) + ONE_POD
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def host_ports(pod: Pod) -> frozenset[HostPort]:
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    return frozenset(
+        (port.get("hostIP") or WILDCARD_IP, port.get("protocol") or "TCP", int(port["hostPort"]))
+        for container in containers
+        for port in container.get("ports") or ()
+        if port.get("hostPort")
+    )
+
+
+def host_port_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> HostPort | None:
+    """The first wanted port already taken (same protocol and port, overlapping IPs)."""
+    taken = {}
+    for ip, protocol, port in used:
+        taken.setdefault((protocol, port), set()).add(ip)
+    for ip, protocol, port in wanted:
+        ips = taken.get((protocol, port))
+        if ips and (ip == WILDCARD_IP or WILDCARD_IP in ips or ip in ips):
+            return (ip, protocol, port)
+    return None
+
+
+def labels_of(pod: Pod) -> dict[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def namespace_of(pod: Pod) -> str:
+    return (pod.get("metadata") or {}).get("namespace") or "default"
+
+
+def is_owned_by_daemonset(pod: Pod) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(owner.get("kind") == "DaemonSet" for owner in owners)
+
+
+def daemonset_owner(pod: Pod) -> str | None:
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or ():
+        if owner.get("kind") == "DaemonSet":
+            return owner.get("name")
+    return None

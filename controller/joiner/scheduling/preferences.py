@@ -1,0 +1,177 @@
+"""A pod's scheduling constraints and their relaxation order [SPEC 3.6, 3.7].
+
+Preferences start out as requirements. ``relax`` removes one, in this order:
+the next required node-affinity term (terms are ORed), the heaviest preferred pod
+affinity term, the heaviest preferred pod anti-affinity term, the heaviest
+preferred node-affinity term, a ScheduleAnyway spread constraint, and last
+PreferNoSchedule taints become tolerated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+from joiner.api.requirements import Requirements, node_affinity_required_terms
+from joiner.scheduling.model import Pod
+from joiner.scheduling.pods import labels_of, namespace_of
+from joiner.scheduling.selectors import Selector
+from joiner.scheduling.topology import AFFINITY, ANTI_AFFINITY, SPREAD, Topology, TopologyGroup
+
+
+@dataclass(frozen=True)
+class PodConstraints:
+    node_terms: tuple[Requirements, ...]  # nodeSelector + each required term (ORed)
+    term_index: int
+    preferred_node: tuple[Requirements, ...]  # heaviest first; the first acts as required
+    volume_requirements: Requirements
+    required_topology: tuple[TopologyGroup, ...]
+    preferred_affinity: tuple[TopologyGroup, ...]  # heaviest first
+    preferred_anti_affinity: tuple[TopologyGroup, ...]
+    schedule_anyway: tuple[TopologyGroup, ...]
+    honor_prefer_no_schedule: bool = True
+
+    @cached_property
+    def node_requirements(self) -> Requirements:
+        """What a node must satisfy, without the volume topology."""
+        requirements = self.node_terms[self.term_index].copy()
+        if self.preferred_node:
+            requirements.add(*self.preferred_node[0].values())
+        return requirements
+
+    @cached_property
+    def requirements(self) -> Requirements:
+        return self.node_requirements.copy().add(*self.volume_requirements.values())
+
+    @cached_property
+    def signature(self) -> str:
+        return repr(self.requirements.to_dicts())
+
+    @cached_property
+    def topology(self) -> tuple[TopologyGroup, ...]:
+        return (
+            self.required_topology
+            + self.preferred_affinity
+            + self.preferred_anti_affinity
+            + self.schedule_anyway
+        )
+
+    def relax(self) -> tuple[PodConstraints, str] | None:
+        """One step looser, with what was relaxed; None when nothing is left to relax."""
+        if self.term_index + 1 < len(self.node_terms):
+            return replace(self, term_index=self.term_index + 1), "required node affinity term"
+        if self.preferred_affinity:
+            return replace(self, preferred_affinity=self.preferred_affinity[1:]), (
+                "preferred pod affinity"
+            )
+        if self.preferred_anti_affinity:
+            return replace(self, preferred_anti_affinity=self.preferred_anti_affinity[1:]), (
+                "preferred pod anti-affinity"
+            )
+        if self.preferred_node:
+            return replace(self, preferred_node=self.preferred_node[1:]), (
+                "preferred node affinity"
+            )
+        if self.schedule_anyway:
+            return replace(self, schedule_anyway=self.schedule_anyway[1:]), (
+                "ScheduleAnyway topology spread"
+            )
+        if self.honor_prefer_no_schedule:
+            return replace(self, honor_prefer_no_schedule=False), "PreferNoSchedule taints"
+        return None
+
+
+def build_constraints(
+    pod: Pod, volume_requirements: Requirements, topology: Topology
+) -> PodConstraints:
+    spec = pod.get("spec") or {}
+    selector = Requirements.from_labels(spec.get("nodeSelector"))
+    terms = node_affinity_required_terms(pod)
+    node_terms = tuple(
+        selector.copy().add(
+            *Requirements.from_node_selector_requirements(t.get("matchExpressions")).values()
+        )
+        for t in terms
+    ) or (selector,)
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {}
+    preferred_node = tuple(
+        Requirements.from_node_selector_requirements(
+            (p.get("preference") or {}).get("matchExpressions")
+        )
+        for p in _heaviest_first(
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+    )
+    namespace = namespace_of(pod)
+    required, schedule_anyway = _spread_groups(spec, namespace, labels_of(pod), topology)
+    pod_affinity = affinity.get("podAffinity") or {}
+    pod_anti = affinity.get("podAntiAffinity") or {}
+    required += _term_groups(AFFINITY, pod_affinity, namespace, topology, required=True)
+    required += _term_groups(ANTI_AFFINITY, pod_anti, namespace, topology, required=True)
+    return PodConstraints(
+        node_terms=node_terms,
+        term_index=0,
+        preferred_node=preferred_node,
+        volume_requirements=volume_requirements,
+        required_topology=required,
+        preferred_affinity=_term_groups(AFFINITY, pod_affinity, namespace, topology, False),
+        preferred_anti_affinity=_term_groups(ANTI_AFFINITY, pod_anti, namespace, topology, False),
+        schedule_anyway=schedule_anyway,
+    )
+
+
+def _heaviest_first(preferred: Sequence[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    return sorted(preferred or (), key=lambda p: -int(p.get("weight", 0)))
+
+
+def _term_groups(
+    kind: str, affinity: Mapping[str, Any], namespace: str, topology: Topology, required: bool
+) -> tuple[TopologyGroup, ...]:
+    if required:
+        terms = list(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+    else:
+        terms = [
+            p.get("podAffinityTerm") or {}
+            for p in _heaviest_first(
+                affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+            )
+        ]
+    return tuple(affinity_term_group(kind, term, namespace, topology) for term in terms)
+
+
+def affinity_term_group(
+    kind: str, term: Mapping[str, Any], namespace: str, topology: Topology
+) -> TopologyGroup:
+    # A namespaceSelector selects namespaces by their labels, which the snapshot does not
+    # carry: any namespaceSelector is taken as "all namespaces" (the usual `{}` case).
+    if term.get("namespaceSelector") is not None:
+        namespaces = None
+    else:
+        namespaces = frozenset(term.get("namespaces") or (namespace,))
+    selector = Selector.from_dict(term.get("labelSelector"))
+    return topology.group(kind, term.get("topologyKey", ""), namespaces, selector)
+
+
+def _spread_groups(
+    spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str], topology: Topology
+) -> tuple[tuple[TopologyGroup, ...], tuple[TopologyGroup, ...]]:
+    required: list[TopologyGroup] = []
+    anyway: list[TopologyGroup] = []
+    for constraint in spec.get("topologySpreadConstraints") or ():
+        extra = {k: labels[k] for k in constraint.get("matchLabelKeys") or () if k in labels}
+        group = topology.group(
+            SPREAD,
+            constraint.get("topologyKey", ""),
+            frozenset([namespace]),
+            Selector.from_dict(constraint.get("labelSelector"), extra),
+            max_skew=int(constraint.get("maxSkew", 1)),
+            min_domains=constraint.get("minDomains"),
+            honor_node_affinity=constraint.get("nodeAffinityPolicy", "Honor") == "Honor",
+            honor_taints=constraint.get("nodeTaintsPolicy", "Ignore") == "Honor",
+        )
+        target = anyway if constraint.get("whenUnsatisfiable") == "ScheduleAnyway" else required
+        target.append(group)
+    return tuple(required), tuple(anyway)

@@ -1,0 +1,814 @@
+"""The provisioning solver: pending pods + pools + snapshot -> plan [SPEC 3.4-3.10].
+
+Identical pods (same namespace, labels and scheduling-relevant spec) form one
+group, placed together: groups without topology constraints or host ports are
+packed in bulk (how many fit is one vectorised division over the candidate
+types); the others one pod at a time. Each pod tries existing nodes
+(initialized first), then the NodeClaims opened in this solve (fewest pods
+first, ordered when the group starts), then a new NodeClaim from the
+highest-weight pool that can take it. A group that cannot be fully placed is
+relaxed one preference at a time; pods still unplaced are retried while other
+pods keep being placed. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.nodepool import NodePool
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.api.resources import ResourceList
+from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling import model as m
+from joiner.scheduling.catalog import Dimensions, PoolCatalog
+from joiner.scheduling.model import ClusterSnapshot, ExistingNode, Plan, Pod, Unplaceable
+from joiner.scheduling.nodeclaims import Draft, finalize
+from joiner.scheduling.pods import (
+    daemonset_owner,
+    host_port_conflict,
+    host_ports,
+    labels_of,
+    namespace_of,
+    pod_requests,
+)
+from joiner.scheduling.preferences import PodConstraints, affinity_term_group, build_constraints
+from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint, untolerated
+from joiner.scheduling.topology import (
+    ANTI_AFFINITY,
+    SPREAD,
+    Rejection,
+    Topology,
+    TopologyGroup,
+    node_domain,
+)
+from joiner.scheduling.volumes import PodVolumes, pod_volumes
+
+
+def solve(
+    pods: Sequence[Pod],
+    nodepools: Sequence[NodePool],
+    instance_types: Mapping[str, Sequence[InstanceType]],
+    snapshot: ClusterSnapshot | None = None,
+) -> Plan:
+    """Place ``pods``. ``instance_types`` maps a pool name to its available types; pools
+    without an entry launch nothing."""
+    return _Solver(pods, nodepools, instance_types, snapshot or ClusterSnapshot()).run()
+
+
+# --- pending pods ------------------------------------------------------------------
+
+
+class _Group:
+    """Identical pending pods."""
+
+    __slots__ = (
+        "constraints",
+        "first",
+        "keys",
+        "labels",
+        "namespace",
+        "nz",
+        "ports",
+        "requests",
+        "selecting",
+        "selecting_anti",
+        "sort_key",
+        "tolerations",
+        "vector",
+        "volumes",
+        "wanted",
+    )
+
+    def __init__(self, pods: list[Pod], requests: ResourceList, volumes: PodVolumes) -> None:
+        first = self.first = pods[0]
+        self.keys = [m.pod_key(p) for p in pods]
+        self.namespace = namespace_of(first)
+        self.labels = labels_of(first)
+        self.tolerations = list((first.get("spec") or {}).get("tolerations") or ())
+        self.ports = host_ports(first)
+        self.requests = requests
+        self.volumes = volumes
+        self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.wanted: list[tuple[int, int]] = []  # (dimension, amount) for non-zero requests
+        self.selecting: list[TopologyGroup] = []
+        self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
+        self.constraints: PodConstraints | None = None
+        # CPU desc, memory desc, then the first pod's creation time and uid [SPEC 3.4]
+        self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), _pod_order(first))
+
+    def vectorise(self, dims: Dimensions) -> None:
+        self.vector = dims.vector(self.requests)
+        self.nz = np.nonzero(self.vector)[0]
+        self.wanted = [(int(d), int(self.vector[d])) for d in self.nz]
+
+
+def _signature(pod: Pod) -> tuple:
+    """Pods with equal signatures schedule identically."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    if spec.get("volumes") and any(
+        v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec["volumes"]
+    ):
+        return (m.pod_key(pod),)  # own volumes: never identical to another pod
+    containers = tuple(
+        repr((c.get("resources"), c.get("ports"), c.get("restartPolicy")))
+        for c in (*(spec.get("initContainers") or ()), "|", *(spec.get("containers") or ()))
+        if c != "|"
+    )
+    return (
+        meta.get("namespace") or "default",
+        repr(meta.get("labels")),
+        containers,
+        len(spec.get("initContainers") or ()),
+        repr(
+            [
+                spec.get(k)
+                for k in (
+                    "nodeSelector",
+                    "affinity",
+                    "tolerations",
+                    "topologySpreadConstraints",
+                    "overhead",
+                    "runtimeClassName",
+                )
+            ]
+        ),
+    )
+
+
+def _pod_order(pod: Pod) -> tuple:
+    meta = pod.get("metadata") or {}
+    return (meta.get("creationTimestamp") or "", meta.get("uid") or "", m.pod_key(pod))
+
+
+# --- targets -----------------------------------------------------------------------
+
+
+class _Node:
+    """An existing or in-flight node with what is left on it."""
+
+    __slots__ = ("free", "hostname", "node", "ports", "taints", "volumes")
+
+    def __init__(
+        self,
+        node: ExistingNode,
+        free: list[int],
+        taints: list[dict[str, Any]],
+        ports: set,
+        volumes: dict[str, set[str]],
+    ) -> None:
+        self.node = node
+        self.free = free
+        self.taints = taints
+        self.ports = ports
+        self.volumes = volumes
+        self.hostname = node.hostname
+
+    def domains(self, key: str) -> list[str]:
+        value = node_domain(self.node, key)
+        return [] if value is None else [value]
+
+
+@dataclass(slots=True)
+class _Fit:
+    """Up to ``count`` pods fit; on a draft, placing k of them keeps the candidate types
+    ``idx[counts >= k]`` under ``requirements``."""
+
+    count: int
+    requirements: Requirements | None = None
+    signature: str = ""
+    idx: np.ndarray | None = None
+    counts: np.ndarray | None = None
+
+
+class _Solver:
+    def __init__(
+        self,
+        pods: Sequence[Pod],
+        nodepools: Sequence[NodePool],
+        instance_types: Mapping[str, Sequence[InstanceType]],
+        snapshot: ClusterSnapshot,
+    ) -> None:
+        self.snapshot = snapshot
+        runtime = snapshot.runtime_classes
+        self.daemonsets = [(d, pod_requests(d.pod_template, runtime)) for d in snapshot.daemonsets]
+        self.groups, self.plan = self._group(pods)
+        self.dims = self._dimensions()
+        for group in self.groups:
+            group.vectorise(self.dims)
+        self.pools = sorted(
+            (
+                PoolCatalog(p, instance_types[p.name], self.dims, self.daemonsets)
+                for p in nodepools
+                if p.name in instance_types
+            ),
+            key=lambda c: (-c.weight, c.name),
+        )
+        live = [n for n in snapshot.nodes if not n.marked_for_deletion]
+        live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
+        self.nodes = [self._node_target(n) for n in live]
+        self.topology = Topology(self._domain_sources, live)
+        self._record_existing_anti_affinity(live)
+        for group in self.groups:
+            group.constraints = build_constraints(
+                group.first, group.volumes.requirements, self.topology
+            )
+        for group in self.groups:
+            group.selecting = self.topology.selecting(group.namespace, group.labels)
+            group.selecting_anti = [g for g in group.selecting if g.kind == ANTI_AFFINITY]
+        self.drafts: list[Draft] = []
+        self.placed = 0
+        self._compatible: dict[tuple[str, str], str | None] = {}
+        self._merged: dict[tuple[str, str], tuple[Requirements, str]] = {}
+        self._pool_base: dict[tuple, Rejection | tuple[Requirements, str, np.ndarray]] = {}
+        self._usage = self._pool_usage()
+
+    # --- setup ----------------------------------------------------------------------
+
+    def _group(self, pods: Sequence[Pod]) -> tuple[list[_Group], Plan]:
+        plan = Plan()
+        by_signature: dict[tuple, list[Pod]] = {}
+        for pod in pods:
+            by_signature.setdefault(_signature(pod), []).append(pod)
+        groups = []
+        for members in by_signature.values():
+            members.sort(key=_pod_order)
+            volumes = pod_volumes(members[0], self.snapshot.volumes)
+            if volumes.error:
+                for pod in members:
+                    key = m.pod_key(pod)
+                    plan.unplaceable[key] = Unplaceable(key, m.VOLUME_ZONES, volumes.error)
+                continue
+            group = _Group(
+                members, pod_requests(members[0], self.snapshot.runtime_classes), volumes
+            )
+            groups.append(group)
+        groups.sort(key=lambda g: g.sort_key)
+        return groups, plan
+
+    def _dimensions(self) -> Dimensions:
+        names = {res.CPU: None, res.MEMORY: None, res.PODS: None}
+        for group in self.groups:
+            names.update(dict.fromkeys(group.requests))
+        for _, requests in self.daemonsets:
+            names.update(dict.fromkeys(requests))
+        return Dimensions(list(names))
+
+    def _node_target(self, node: ExistingNode) -> _Node:
+        runtime = self.snapshot.runtime_classes
+        used = res.sum_lists(pod_requests(p, runtime) for p in node.pods)
+        used = res.add(used, self._pending_daemons(node))
+        free = [node.allocatable.get(name, 0) - used.get(name, 0) for name in self.dims.names]
+        taints = list(node.taints)
+        if not node.initialized:
+            ignored = [*node.startup_taints]
+            taints = [
+                t
+                for t in taints
+                if t.get("key") not in EPHEMERAL_TAINT_KEYS
+                and not any(same_taint(t, s) for s in ignored)
+            ]
+        ports = {p for pod in node.pods for p in host_ports(pod)}
+        volumes: dict[str, set[str]] = {}
+        for pod in node.pods:
+            for driver, ids in pod_volumes(pod, self.snapshot.volumes).usage.items():
+                volumes.setdefault(driver, set()).update(ids)
+        return _Node(node, free, taints, ports, volumes)
+
+    def _pending_daemons(self, node: ExistingNode) -> ResourceList:
+        """Requests of daemonsets that belong on the node but have no pod there yet."""
+        running = {daemonset_owner(p) for p in node.pods}
+        total: ResourceList = {}
+        for daemonset, requests in self.daemonsets:
+            spec = daemonset.pod_template.get("spec") or {}
+            if daemonset.name in running:
+                continue
+            if untolerated(spec.get("tolerations") or (), node.taints, False) is not None:
+                continue
+            if not Requirements.for_pod(daemonset.pod_template).satisfied_by_labels(node.labels):
+                continue
+            total = res.add(total, requests)
+        return total
+
+    def _domain_sources(self, key: str) -> dict[str, list[list[dict[str, Any]]]]:
+        sources: dict[str, list[list[dict[str, Any]]]] = {}
+        for pool in self.pools:
+            for domain in pool.domains(key):
+                sources.setdefault(domain, []).append(pool.taints)
+        for target in self.nodes:
+            for domain in target.domains(key):
+                sources.setdefault(domain, []).append(target.node.taints)
+        return sources
+
+    def _record_existing_anti_affinity(self, nodes: Sequence[ExistingNode]) -> None:
+        for node in nodes:
+            for pod in node.pods:
+                affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity")
+                terms = (affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                for term in terms or ():
+                    group = affinity_term_group(
+                        ANTI_AFFINITY, term, namespace_of(pod), self.topology
+                    )
+                    domain = node_domain(node, group.key)
+                    if domain is not None:
+                        self.topology.record_owner(group, [domain], 1)
+
+    def _pool_usage(self) -> dict[str, ResourceList]:
+        usage: dict[str, ResourceList] = {}
+        for target in self.nodes:
+            node = target.node
+            if node.nodepool is not None:
+                used = res.add(node.capacity or node.allocatable, {res.NODES: 1000})
+                usage[node.nodepool] = res.add(usage.get(node.nodepool, {}), used)
+        return usage
+
+    # --- the loop -------------------------------------------------------------------
+
+    def run(self) -> Plan:
+        failed: list[tuple[_Group, PodConstraints, list[int], Rejection]] = []
+        for group in self.groups:
+            assert group.constraints is not None
+            outcome = self._schedule(group, group.constraints, list(range(len(group.keys))))
+            if outcome is not None:
+                failed.append((group, *outcome))
+        while failed:
+            before = self.placed
+            retry, failed = failed, []
+            for group, constraints, members, _ in retry:
+                outcome = self._schedule(group, constraints, members)
+                if outcome is not None:
+                    failed.append((group, *outcome))
+            if self.placed == before:
+                break
+        for group, _, members, rejection in failed:
+            for i in members:
+                key = group.keys[i]
+                self.plan.unplaceable[key] = Unplaceable(
+                    key, rejection.constraint, rejection.message
+                )
+        self.plan.nodeclaims = [finalize(d) for d in self.drafts]
+        return self.plan
+
+    def _schedule(
+        self, group: _Group, constraints: PodConstraints, members: list[int]
+    ) -> tuple[PodConstraints, list[int], Rejection] | None:
+        """Place what fits, relaxing preferences while pods remain."""
+        while True:
+            members, rejection = self._place(group, constraints, members)
+            if not members:
+                return None
+            relaxed = constraints.relax()
+            if relaxed is None:
+                assert rejection is not None
+                return constraints, members, rejection
+            constraints = relaxed[0]
+
+    def _place(
+        self, group: _Group, constraints: PodConstraints, members: list[int]
+    ) -> tuple[list[int], Rejection | None]:
+        if constraints.topology or group.ports or group.volumes.usage:
+            return self._place_each(group, constraints, members)
+        remaining = self._fill_nodes(group, constraints, members)
+        remaining = self._fill_drafts(group, constraints, remaining)
+        while remaining:
+            made = self._new_draft(group, constraints, len(remaining))
+            if isinstance(made, Rejection):
+                return remaining, made
+            draft, fit = made
+            self._commit(draft, group, constraints, fit, remaining[: fit.count])
+            remaining = remaining[fit.count :]
+        return [], None
+
+    def _fill_nodes(
+        self, group: _Group, constraints: PodConstraints, members: list[int]
+    ) -> list[int]:
+        """Existing nodes in order, each taking as many pods as fit (first fit)."""
+        for node in self.nodes:
+            if not members:
+                break
+            fit = self._check_node(node, group, constraints, len(members))
+            if isinstance(fit, _Fit):
+                self._commit(node, group, constraints, fit, members[: fit.count])
+                members = members[fit.count :]
+        return members
+
+    def _fill_drafts(
+        self, group: _Group, constraints: PodConstraints, members: list[int]
+    ) -> list[int]:
+        """Each pod to the open NodeClaim with the fewest pods that has room (ties: the
+        older claim), for the whole group at once; a claim is checked only when it is
+        the emptiest left."""
+        heap: list[tuple[int, int, int]] = [(d.count, i, -1) for i, d in enumerate(self.drafts)]
+        heapq.heapify(heap)
+        fits: dict[int, _Fit] = {}
+        taken: dict[int, int] = {}
+        for _ in range(len(members)):
+            while heap and heap[0][2] == -1:  # room not known yet
+                pods, i, _unknown = heapq.heappop(heap)
+                fit = self._check_draft(self.drafts[i], group, constraints, len(members))
+                if isinstance(fit, _Fit):
+                    fits[i] = fit
+                    heapq.heappush(heap, (pods, i, fit.count))
+            if not heap:
+                break
+            pods, i, room = heapq.heappop(heap)
+            taken[i] = taken.get(i, 0) + 1
+            if room > 1:
+                heapq.heappush(heap, (pods + 1, i, room - 1))
+        for i in sorted(taken):
+            count = taken[i]
+            self._commit(self.drafts[i], group, constraints, fits[i], members[:count])
+            members = members[count:]
+        return members
+
+    def _place_each(
+        self, group: _Group, constraints: PodConstraints, members: list[int]
+    ) -> tuple[list[int], Rejection | None]:
+        """One pod at a time: topology, host ports and volumes change with every pod."""
+        nodes: list[_Node] = list(self.nodes)
+        drafts: list[Draft] = list(self.drafts)
+        for position, member in enumerate(members):
+            drafts.sort(key=_pod_count)  # stable: older claims win ties
+            placed, dead = self._place_one(group, constraints, member, [*nodes, *drafts])
+            if dead:
+                nodes = [n for n in nodes if id(n) not in dead]
+                drafts = [d for d in drafts if id(d) not in dead]
+            if placed:
+                continue
+            made = self._new_draft(group, constraints, 1)
+            if isinstance(made, Rejection):
+                return members[position:], made
+            draft, fit = made
+            self._commit(draft, group, constraints, fit, [member])
+            drafts.append(draft)
+        return [], None
+
+    def _place_one(
+        self,
+        group: _Group,
+        constraints: PodConstraints,
+        member: int,
+        targets: list[_Node | Draft],
+    ) -> tuple[bool, set[int]]:
+        """Place on the first target that fits; also returns the targets that can never
+        take another pod of this group."""
+        dead: set[int] = set()
+        for target in targets:
+            fit = self._check(target, group, constraints, 1)
+            if isinstance(fit, _Fit):
+                self._commit(target, group, constraints, fit, [member])
+                return True, dead
+            if fit.permanent:
+                dead.add(id(target))
+        return False, dead
+
+    # --- checks ---------------------------------------------------------------------
+
+    def _check(
+        self, target: _Node | Draft, group: _Group, constraints: PodConstraints, limit: int
+    ) -> _Fit | Rejection:
+        if isinstance(target, Draft):
+            return self._check_draft(target, group, constraints, limit)
+        return self._check_node(target, group, constraints, limit)
+
+    def _check_node(
+        self, target: _Node, group: _Group, constraints: PodConstraints, limit: int
+    ) -> _Fit | Rejection:
+        free = target.free
+        short = [self.dims.names[d] for d, amount in group.wanted if amount > free[d]]
+        if short:
+            return Rejection(m.RESOURCES, f"node {target.node.name} lacks {', '.join(short)}", True)
+        taint = untolerated(group.tolerations, target.taints, constraints.honor_prefer_no_schedule)
+        if taint is not None:
+            return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+        labels = target.node.labels
+        if not constraints.requirements.satisfied_by_labels(labels):
+            volume_only = constraints.node_requirements.satisfied_by_labels(labels)
+            return Rejection(
+                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY,
+                f"node {target.node.name} does not match",
+                True,
+            )
+        conflict = host_port_conflict(group.ports, target.ports)
+        if conflict is not None:
+            return Rejection(m.HOST_PORTS, f"host port {conflict[2]}/{conflict[1]} in use", True)
+        rejection = self._volume_limits(target, group)
+        if rejection is not None:
+            return rejection
+        if constraints.topology or group.selecting_anti:
+            domains = self._topology(group, constraints, target.domains)
+            if isinstance(domains, Rejection):
+                return domains
+        count = min(free[d] // amount for d, amount in group.wanted)
+        return _Fit(min(count, limit))
+
+    def _volume_limits(self, target: _Node, group: _Group) -> Rejection | None:
+        for driver, ids in group.volumes.usage.items():
+            limit = target.node.volume_limits.get(driver)
+            if limit is not None and len(target.volumes.get(driver, set()) | ids) > limit:
+                return Rejection(
+                    m.VOLUME_LIMITS,
+                    f"node {target.node.name} has no room for {driver} volumes",
+                    True,
+                )
+        return None
+
+    def _check_draft(
+        self, draft: Draft, group: _Group, constraints: PodConstraints, limit: int
+    ) -> _Fit | Rejection:
+        room = draft.room
+        if any(amount > room[d] for d, amount in group.wanted):
+            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+        base = self._base(draft.pool, group, constraints)
+        if isinstance(base, Rejection):
+            return base
+        if group.ports and host_port_conflict(group.ports, draft.ports) is not None:
+            return Rejection(m.HOST_PORTS, "host port already used on this node", True)
+        requirements, signature = draft.requirements, draft.sig
+        if constraints.requirements:
+            why = self._compatible_with(draft, constraints)
+            if why is not None:
+                return Rejection(m.NODE_AFFINITY, why, True)
+            requirements, signature = self._merge(draft, constraints)
+        if constraints.topology or group.selecting_anti:
+            domains = self._topology(group, constraints, _draft_domains(draft, requirements))
+            if isinstance(domains, Rejection):
+                return domains
+            pinned = _pin(requirements, domains, constraints)
+            if pinned is not requirements:
+                requirements, signature = pinned, repr(pinned.to_dicts())
+        idx = draft.idx
+        if signature != draft.sig:
+            idx = idx[draft.pool.compatible_types(requirements, signature)[idx]]
+            if not len(idx):
+                return Rejection(
+                    m.NO_OFFERING, "no candidate type offers these requirements", False
+                )
+        return self._fit_types(draft, group, limit, requirements, signature, idx)
+
+    def _fit_types(
+        self,
+        draft: Draft,
+        group: _Group,
+        limit: int,
+        requirements: Requirements,
+        signature: str,
+        idx: np.ndarray,
+    ) -> _Fit | Rejection:
+        pool = draft.pool
+        nz = group.nz
+        free = pool.allocatable[idx][:, nz] - draft.used[nz]
+        counts = (free // group.vector[nz]).min(axis=1)
+        best = int(counts.max()) if len(counts) else 0
+        if best <= 0:
+            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+        count = min(best, limit)
+        if pool.min_values:
+            shortfall = pool.min_values_shortfall(idx[counts >= count])
+            if shortfall is not None:
+                return Rejection(m.MIN_VALUES, shortfall, True)
+        return _Fit(count, requirements, signature, idx, counts)
+
+    def _compatible_with(self, draft: Draft, constraints: PodConstraints) -> str | None:
+        cache_key = (draft.sig, constraints.signature)
+        if cache_key not in self._compatible:
+            self._compatible[cache_key] = draft.requirements.compatible(constraints.requirements)
+        return self._compatible[cache_key]
+
+    def _merge(self, draft: Draft, constraints: PodConstraints) -> tuple[Requirements, str]:
+        cache_key = (draft.sig, constraints.signature)
+        found = self._merged.get(cache_key)
+        if found is None:
+            merged = draft.requirements.intersection(constraints.requirements)
+            found = self._merged[cache_key] = (merged, repr(merged.to_dicts()))
+        return found
+
+    def _topology(
+        self, group: _Group, constraints: PodConstraints, domains_of: Any
+    ) -> dict[str, list[str]] | Rejection:
+        """Allowed domains per topology key for one more pod of ``group`` on a target
+        whose possible domains are ``domains_of(key)``."""
+        allowed: dict[str, list[str]] = {}
+        topology = self.topology
+        for tg in constraints.topology:
+            candidates = allowed[tg.key] if tg.key in allowed else domains_of(tg.key)
+            if not candidates:
+                return Rejection(tg.constraint, f"no {tg.key} domain for {tg.describe()}", True)
+            eligible = (
+                topology.eligible(
+                    tg, constraints.requirements, constraints.signature, group.tolerations
+                )
+                if tg.kind == SPREAD
+                else frozenset()
+            )
+            result = topology.allowed(
+                tg, candidates, tg.selects(group.namespace, group.labels), eligible
+            )
+            if isinstance(result, Rejection):
+                return result
+            allowed[tg.key] = result
+        for key in topology.anti_affinity_keys(group.selecting_anti):
+            candidates = allowed[key] if key in allowed else domains_of(key)
+            result = topology.blocked_by_owners(group.selecting_anti, key, candidates)
+            if candidates and not result:
+                return Rejection(
+                    m.POD_ANTI_AFFINITY,
+                    f"a running pod's anti-affinity excludes this {key} domain",
+                    True,
+                )
+            if candidates:
+                allowed[key] = result
+        return allowed
+
+    # --- new NodeClaims ---------------------------------------------------------------
+
+    def _base(
+        self, pool: PoolCatalog, group: _Group, constraints: PodConstraints
+    ) -> Rejection | tuple[Requirements, str, np.ndarray]:
+        """Whether the pool can take the group at all, and its compatible types."""
+        cache_key = (
+            pool.name,
+            id(group),
+            constraints.signature,
+            constraints.honor_prefer_no_schedule,
+        )
+        found = self._pool_base.get(cache_key)
+        if found is None:
+            found = self._pool_base[cache_key] = self._compute_base(pool, group, constraints)
+        return found
+
+    def _compute_base(
+        self, pool: PoolCatalog, group: _Group, constraints: PodConstraints
+    ) -> Rejection | tuple[Requirements, str, np.ndarray]:
+        taint = untolerated(group.tolerations, pool.taints, constraints.honor_prefer_no_schedule)
+        if taint is not None:
+            return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+        why = pool.requirements.compatible(constraints.requirements)
+        if why is not None:
+            volume_only = pool.requirements.compatible(constraints.node_requirements) is None
+            return Rejection(
+                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY,
+                f"incompatible requirements, {why}",
+                True,
+            )
+        requirements = pool.requirements.intersection(constraints.requirements)
+        signature = repr(requirements.to_dicts())
+        mask = pool.compatible_types(requirements, signature)
+        if not mask.any():
+            if not pool.label_compatible(requirements).any():
+                return Rejection(
+                    m.NO_INSTANCE_TYPE, "no instance type matches the requirements", True
+                )
+            return Rejection(m.NO_OFFERING, "no available offering matches the requirements", True)
+        return requirements, signature, np.nonzero(mask)[0]
+
+    def _new_draft(
+        self, group: _Group, constraints: PodConstraints, limit: int
+    ) -> tuple[Draft, _Fit] | Rejection:
+        if not self.pools:
+            return Rejection(m.NO_NODEPOOL, "no nodepool can launch nodes", True)
+        reasons: list[tuple[str, Rejection]] = []
+        for pool in self.pools:
+            made = self._try_pool(pool, group, constraints, limit)
+            if isinstance(made, Rejection):
+                reasons.append((pool.name, made))
+                continue
+            self.drafts.append(made[0])
+            return made
+        constraint = reasons[0][1].constraint
+        message = "; ".join(f"nodepool {name!r}: {r.message}" for name, r in reasons)
+        return Rejection(constraint, message, True)
+
+    def _try_pool(
+        self, pool: PoolCatalog, group: _Group, constraints: PodConstraints, limit: int
+    ) -> tuple[Draft, _Fit] | Rejection:
+        base = self._base(pool, group, constraints)
+        if isinstance(base, Rejection):
+            return base
+        requirements, signature, idx = base
+        if pool.limits:
+            idx = self._within_limits(pool, idx)
+            if isinstance(idx, Rejection):
+                return idx
+        hostname = f"{pool.name}-nodeclaim-{len(self.drafts) + 1}"
+        draft = Draft(pool, hostname, requirements, signature, idx)
+        fit = self._check_draft(draft, group, constraints, limit)
+        if isinstance(fit, Rejection):
+            if fit.constraint == m.RESOURCES:
+                wanted = res.format_resource_list(
+                    res.add(group.requests, pool.dims.to_list(pool.daemon_overhead))
+                )
+                return Rejection(
+                    m.RESOURCES,
+                    "no instance type has room for "
+                    + ", ".join(f"{k}={v}" for k, v in wanted.items())
+                    + " (pod + daemonsets)",
+                    True,
+                )
+            return fit
+        return draft, fit
+
+    def _within_limits(self, pool: PoolCatalog, idx: np.ndarray) -> np.ndarray | Rejection:
+        limits = pool.limits
+        used = self._usage.get(pool.name, {})
+        drafts = [d for d in self.drafts if d.pool is pool]
+        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (
+            len(drafts) + 1
+        ):
+            return Rejection(
+                m.POOL_LIMITS, f"limit nodes={limits[res.NODES] // 1000} reached", True
+            )
+        remaining = pool.limit_dims.vector(limits) - pool.limit_dims.vector(used)
+        for draft in drafts:
+            remaining = remaining - draft.reservation()
+        kept = idx[(pool.capacity[idx] <= remaining).all(axis=1)]
+        if not len(kept):
+            names = ", ".join(pool.limit_dims.names)
+            return Rejection(m.POOL_LIMITS, f"limits on {names} leave no room for a node", True)
+        return kept
+
+    # --- commit ---------------------------------------------------------------------
+
+    def _commit(
+        self,
+        target: _Node | Draft,
+        group: _Group,
+        constraints: PodConstraints,
+        fit: _Fit,
+        members: list[int],
+    ) -> None:
+        keys = [group.keys[i] for i in members]
+        count = len(keys)
+        if isinstance(target, Draft):
+            assert fit.requirements is not None and fit.idx is not None
+            keep = fit.idx[fit.counts >= count]
+            target.add(fit.requirements, fit.signature, keep, group.vector, keys)
+            target.ports |= group.ports
+        else:
+            for d, amount in group.wanted:
+                target.free[d] -= amount * count
+            target.ports |= group.ports
+            for driver, ids in group.volumes.usage.items():
+                target.volumes.setdefault(driver, set()).update(ids)
+            for key in keys:
+                self.plan.existing[key] = target.node.name
+        self.topology.record(group.selecting, target.domains, count)
+        for tg in constraints.required_topology:
+            if tg.kind == ANTI_AFFINITY:
+                self.topology.record_owner(tg, target.domains(tg.key), count)
+        self.placed += count
+
+
+_pod_count = operator.attrgetter("count")
+
+
+def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
+    """Possible domains per key for a draft whose requirements would become ``requirements``
+    (zones and capacity types only where a candidate type offers them)."""
+
+    def domains_of(key: str) -> list[str]:
+        if key == wk.HOSTNAME:
+            return [draft.hostname]
+        requirement = requirements.get_requirement(key)
+        values = [v for v in sorted(draft.pool.domains(key)) if requirement.has(v)]
+        if key in (wk.ZONE, wk.CAPACITY_TYPE) and len(values) > 1:
+            prices = draft.pool.offering_prices(requirements)[draft.idx]
+            axis = (0, 2) if key == wk.ZONE else (0, 1)
+            offered = np.isfinite(prices).any(axis=axis)
+            names = draft.pool.zones if key == wk.ZONE else draft.pool.capacity_types
+            present = {n for n, ok in zip(names, offered, strict=True) if ok}
+            values = [v for v in values if v in present]
+        return values
+
+    return domains_of
+
+
+def _pin(
+    requirements: Requirements, domains: dict[str, list[str]], constraints: PodConstraints
+) -> Requirements:
+    """Narrow the draft to the chosen domains: one domain for keys the pod's own
+    constraints use (the emptiest by its spread counts), the allowed set otherwise."""
+    own = {tg.key: tg for tg in constraints.topology}
+    out = requirements
+    for key, values in domains.items():
+        if key == wk.HOSTNAME:
+            continue
+        if key in own:
+            counts = own[key].counts
+            values = [min(values, key=lambda v: (counts.get(v, 0), v))]
+        current = requirements.get(key)
+        if current is not None and not current.complement and current.values == set(values):
+            continue
+        if out is requirements:
+            out = requirements.copy()
+        out.add(Requirement.new(key, IN, values))
+    return out

@@ -1,0 +1,126 @@
+"""The cloud a simulation runs against, behind one small interface.
+
+``fake``: the scenario's own catalogue in memory (``FakeCloudProvider``).
+The simulator needs a little more than the CloudProvider port: whether an
+instance still exists (for the kubelet), what an instance costs (for the
+report), and the facts of the static nodes present at the start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.clock import Clock
+from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
+from joiner.cloudprovider.types import CloudProvider, InstanceType, Offering
+from joiner.sim.scenario import CapacityKey, InstanceTypeSpec, Scenario, ScenarioError, StaticNode
+
+
+@dataclass(frozen=True)
+class StaticNodeFacts:
+    labels: dict[str, str]
+    capacity: res.ResourceList
+    allocatable: res.ResourceList
+    price: float | None
+
+
+class SimCloud(Protocol):
+    provider: CloudProvider
+
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]: ...
+
+    def instance_exists(self, provider_id: str) -> bool: ...
+
+    def instance_price(self, provider_id: str) -> float | None: ...
+
+    def static_node(self, node: StaticNode) -> StaticNodeFacts: ...
+
+    def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None: ...
+
+
+def _instance_type(spec: InstanceTypeSpec) -> InstanceType:
+    return new_instance_type(
+        spec.name,
+        cpu=spec.cpu,
+        memory=spec.memory,
+        pods=spec.pods,
+        arch=spec.arch,
+        os=spec.os,
+        offerings=[Offering(o.zone, o.capacity_type, o.price, o.available) for o in spec.offerings],
+        resources=dict(spec.resources),
+        overhead=dict(spec.overhead),
+        labels=dict(spec.labels),
+    )
+
+
+class FakeSimCloud:
+    def __init__(self, scenario: Scenario, clock: Clock) -> None:
+        self.catalogue = {t.name: _instance_type(t) for t in scenario.cloud.instance_types}
+        self.provider = FakeCloudProvider(list(self.catalogue.values()), clock)
+        self.prices = dict(scenario.cloud.prices or {})
+
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        return self.provider.resolve_nodeclass(nodeclass)
+
+    def instance_exists(self, provider_id: str) -> bool:
+        return provider_id in self.provider.instances
+
+    def instance_price(self, provider_id: str) -> float | None:
+        instance = self.provider.instances.get(provider_id)
+        return instance.price if instance else None
+
+    def static_node(self, node: StaticNode) -> StaticNodeFacts:
+        instance_type = self.catalogue.get(node.instance_type)
+        if instance_type is None:
+            raise ScenarioError(
+                f"spec.nodes ({node.name}): instanceType {node.instance_type!r} is not in "
+                "spec.cloud.instanceTypes"
+            )
+        offering = next(
+            (
+                o
+                for o in instance_type.offerings
+                if o.zone == node.zone and o.capacity_type == node.capacity_type
+            ),
+            None,
+        )
+        price = offering.price if offering else self.prices.get(node.instance_type)
+        labels = {
+            k: r.any_value()
+            for k, r in instance_type.requirements.items()
+            if len(r) == 1 and r.any_value() is not None
+        }
+        labels.update({wk.ZONE: node.zone, wk.CAPACITY_TYPE: node.capacity_type})
+        return StaticNodeFacts(labels, instance_type.capacity, instance_type.allocatable, price)
+
+    def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
+        for key in keys:
+            for offering in self._matching(key):
+                entry = (key.instance_type, offering.zone, offering.capacity_type)
+                if available:
+                    self.provider.unavailable.discard(entry)
+                else:
+                    self.provider.unavailable.add(entry)
+
+    def _matching(self, key: CapacityKey) -> list[Offering]:
+        instance_type = self.catalogue.get(key.instance_type)
+        if instance_type is None:
+            return []
+        return [
+            o
+            for o in instance_type.offerings
+            if key.zone in (None, o.zone) and key.capacity_type in (None, o.capacity_type)
+        ]
+
+
+def build_cloud(scenario: Scenario, clock: Clock) -> SimCloud:
+    if scenario.cloud.provider == "fake":
+        return FakeSimCloud(scenario, clock)
+    raise ScenarioError(
+        "spec.cloud.provider: 'aws' needs the embedded AWS cloud, which this build does not "
+        "include yet; use provider: fake"
+    )

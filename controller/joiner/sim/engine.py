@@ -1,0 +1,357 @@
+"""The simulator: the real operator, an emulated cluster around it, virtual time.
+
+Everything happens in one thread. At each virtual instant the loop pumps watch
+events and runs every reconcile that is due (controller and emulators alike)
+until nothing more happens; then it jumps the clock to the next instant anything
+is due. Cost and pending time are integrated over each jump.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.conditions import TRUE, set_condition
+from joiner.api.validation import validate_object
+from joiner.clock import FakeClock
+from joiner.controllers.runtime import DONE, Manager, Result
+from joiner.kube.api import ApiError, NotFound
+from joiner.kube.memory import MemoryKube
+from joiner.operator import Operator, OperatorOptions
+from joiner.settings import Settings, SettingsError
+from joiner.sim import kubescheduler
+from joiner.sim.cloud import SimCloud, build_cloud
+from joiner.sim.kubelet import Kubelet
+from joiner.sim.kubescheduler import KubeScheduler
+from joiner.sim.observe import Observer
+from joiner.sim.result import SimulationResult, StepRecord
+from joiner.sim.scenario import (
+    AdvanceStep,
+    ApplyStep,
+    CapacityStep,
+    DeleteStep,
+    ExpectStep,
+    InterruptStep,
+    ScaleStep,
+    Scenario,
+    ScenarioError,
+    SettleStep,
+    Step,
+    evaluate_expect,
+)
+from joiner.sim.workloads import Workloads
+from joiner.state.feed import DrainFeed
+
+SIM_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: budgets' cron schedules read it
+MAX_RECONCILES_PER_INSTANT = 200_000
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")
+WORLD_KINDS = (*WORKLOAD_KINDS, "Pod", "Node", "NodeClaim", "Event")
+
+
+class SimulationError(RuntimeError):
+    """The simulated world stopped making sense (a bug, not a scenario problem)."""
+
+
+class World:
+    """The emulated cluster: workload controllers, kube-scheduler, kubelet, timers."""
+
+    def __init__(
+        self,
+        kube: MemoryKube,
+        clock: FakeClock,
+        cloud: SimCloud,
+        scenario: Scenario,
+        observer: Observer,
+    ) -> None:
+        self.kube, self.cloud, self.observer = kube, cloud, observer
+        self.manager = Manager(clock, pump=self.pump)
+        self.workloads = Workloads(kube)
+        self.scheduler = KubeScheduler(kube)
+        self.kubelet = Kubelet(
+            kube,
+            clock,
+            cloud.instance_exists,
+            scenario.cloud.launch_delay,
+            scenario.cloud.ready_delay,
+            scenario.cluster.region,
+            enqueue=lambda key, delay: self.manager.enqueue(Kubelet.name, key, delay),
+        )
+        self.timers = Timers()
+        for reconciler in (self.workloads, self.scheduler, self.kubelet, self.timers):
+            self.manager.register(reconciler)
+        self.feed = DrainFeed(kube, WORLD_KINDS, self.handle, lambda kind: None)
+
+    def pump(self) -> int:
+        return self.feed.pump()
+
+    def handle(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
+        getattr(self, f"_on_{kind.lower()}", self._on_workload)(event_type, obj)
+
+    def _on_workload(self, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type != "DELETED":
+            self.manager.enqueue(Workloads.name, _workload_key(obj))
+
+    def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        for owner in pod["metadata"].get("ownerReferences") or ():
+            if owner.get("kind") in WORKLOAD_KINDS:
+                key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
+                self.manager.enqueue(Workloads.name, key)
+        if event_type == "DELETED" or kubescheduler.is_pending(pod):
+            self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
+        for key, delay in self.kubelet.keys_for_pod(event_type, pod):
+            self.manager.enqueue(Kubelet.name, key, delay)
+
+    def _on_node(self, event_type: str, node: dict[str, Any]) -> None:
+        if event_type == "DELETED":
+            self.manager.enqueue(Kubelet.name, f"gc/{node['metadata']['name']}")
+            return
+        self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
+        if event_type == "ADDED":
+            for ds in self.kube.list("DaemonSet").items:
+                self.manager.enqueue(Workloads.name, _workload_key(ds))
+
+    def _on_nodeclaim(self, event_type: str, claim: dict[str, Any]) -> None:
+        self.observer.on_nodeclaim(event_type, claim)
+        if event_type != "DELETED":
+            for key, delay in self.kubelet.keys_for_nodeclaim(claim):
+                self.manager.enqueue(Kubelet.name, key, delay)
+
+    def _on_event(self, event_type: str, event: dict[str, Any]) -> None:
+        if event_type == "ADDED":
+            self.observer.on_event(event)
+
+
+class Timers:
+    """One-off actions at a virtual time (e.g. capacity coming back)."""
+
+    name = "sim.timers"
+
+    def __init__(self) -> None:
+        self._actions: dict[str, Callable[[], None]] = {}
+
+    def schedule(
+        self, manager: Manager, key: str, delay: float, action: Callable[[], None]
+    ) -> None:
+        self._actions[key] = action
+        manager.enqueue(self.name, key, delay)
+
+    def reconcile(self, key: str) -> Result:
+        action = self._actions.pop(key, None)
+        if action is not None:
+            action()
+        return DONE
+
+
+def _workload_key(obj: dict[str, Any]) -> str:
+    return (
+        f"{obj['kind']}/{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+    )
+
+
+def operator_options(scenario: Scenario) -> OperatorOptions:
+    try:
+        settings = Settings.from_env(
+            {"CLUSTER_NAME": scenario.cluster.name, **scenario.settings},
+            strict=True,
+        )
+    except SettingsError as err:
+        raise ScenarioError(f"spec.settings: {err}") from None
+    return OperatorOptions(
+        batch_idle=settings.batch_idle_duration, batch_max=settings.batch_max_duration
+    )
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, seed: int = 0) -> None:
+        for step in scenario.steps:
+            if isinstance(step, InterruptStep):
+                raise ScenarioError(
+                    f"spec.steps[{step.index}].interrupt: interruption delivery needs the "
+                    "interruption queue, which this build does not include yet"
+                )
+        self.scenario = scenario
+        self.clock = FakeClock(SIM_START)
+        self.kube = MemoryKube(self.clock, garbage_collection="manual", seed=seed)
+        self.cloud = build_cloud(scenario, self.clock)
+        self.operator = Operator(
+            self.kube,
+            self.cloud.provider,
+            self.clock,
+            self.cloud.resolve_nodeclass,
+            operator_options(scenario),
+            validate=validate_object,
+        )
+        self.observer = Observer(self.kube, self.clock, self.cloud, self.operator, SIM_START)
+        self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
+        self.operator.attach(DrainFeed)
+        self.end = SIM_START + scenario.max_virtual_seconds
+
+    # --- running -----------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        self._create_static_nodes()
+        self._apply(self.scenario.objects, "spec.objects")
+        self._run_instant()
+        records = [self._step(step) for step in self.scenario.steps]
+        self._run_instant()
+        return SimulationResult(
+            scenario=self.scenario.name,
+            steps=records,
+            final=self.observer.snapshot(),
+            nodeclaims=sorted(self.observer.nodeclaims.values(), key=lambda r: r.created_at),
+            events=self.observer.events,
+            totals=self.observer.totals,
+        )
+
+    def _step(self, step: Step) -> StepRecord:
+        failures: list[str] = []
+        if isinstance(step, ApplyStep):
+            self._apply(step.manifests, f"spec.steps[{step.index}].apply")
+        elif isinstance(step, DeleteStep):
+            for target in step.targets:
+                with contextlib.suppress(NotFound):
+                    self.kube.delete(target.kind, target.name, target.namespace)
+        elif isinstance(step, ScaleStep):
+            self._scale(step)
+        elif isinstance(step, AdvanceStep):
+            self.run_until(self.clock.now() + step.seconds)
+        elif isinstance(step, SettleStep):
+            self.run_until(self.clock.now() + step.max_seconds, stop=self.settled)
+        elif isinstance(step, CapacityStep):
+            self._capacity(step)
+        elif isinstance(step, ExpectStep):
+            failures = evaluate_expect(
+                step, self.observer.snapshot(), list(self.observer.nodeclaims.values())
+            )
+        self._run_instant()
+        return StepRecord(
+            step.index,
+            step.action,
+            self.observer.elapsed(),
+            self.observer.snapshot(),
+            name=step.name,
+            failures=failures,
+        )
+
+    def run_until(self, end: float, stop: Callable[[], bool] | None = None) -> None:
+        end = min(end, self.end)
+        while True:
+            self._run_instant()
+            if stop is not None and stop():
+                return
+            upcoming = [
+                t
+                for t in (self.operator.manager.next_due(), self.world.manager.next_due())
+                if t is not None
+            ]
+            target = min(upcoming, default=end)
+            if target > end:
+                target = end
+            self._advance_to(target)
+            if target >= end:
+                self._run_instant()
+                return
+
+    def _advance_to(self, target: float) -> None:
+        now = self.clock.now()
+        if target > now:
+            self.observer.account(target - now)
+            self.clock.set(target)
+
+    def _run_instant(self) -> None:
+        total = 0
+        while True:
+            ran = (
+                self.operator.pump()
+                + self.world.pump()
+                + self.operator.manager.run_due()
+                + self.world.manager.run_due()
+                + self.kube.collect_garbage()
+            )
+            if not ran:
+                return
+            total += ran
+            if total > MAX_RECONCILES_PER_INSTANT:
+                raise SimulationError(
+                    f"no quiescence at t={self.observer.elapsed():.0f}s after {total} steps"
+                )
+
+    def settled(self) -> bool:
+        """No pending pods, nothing launching, nothing being drained or deleted."""
+        snapshot_pods = self.kube.list("Pod").items
+        if any(kubescheduler.is_pending(p) for p in snapshot_pods):
+            return False
+        for claim in self.operator.state.nodeclaims.values():
+            if claim.metadata.get("deletionTimestamp") or not claim.condition_true("Initialized"):
+                return False
+        return True
+
+    # --- step actions ----------------------------------------------------------------------
+
+    def _apply(self, manifests: tuple[dict[str, Any], ...] | Any, where: str) -> None:
+        for index, manifest in enumerate(manifests):
+            try:
+                self._create_or_replace(dict(manifest))
+            except ApiError as err:
+                raise ScenarioError(f"{where}[{index}]: {err}") from None
+
+    def _create_or_replace(self, manifest: dict[str, Any]) -> None:
+        meta = manifest.setdefault("metadata", {})
+        try:
+            current = self.kube.get(manifest["kind"], meta["name"], meta.get("namespace"))
+        except NotFound:
+            self.kube.create(manifest)
+            return
+        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        self.kube.update(manifest)
+
+    def _scale(self, step: ScaleStep) -> None:
+        target = step.target
+        try:
+            obj = self.kube.get(target.kind, target.name, target.namespace)
+        except NotFound:
+            raise ScenarioError(
+                f"spec.steps[{step.index}].scale: {target.kind} {target.namespace}/{target.name} "
+                "does not exist"
+            ) from None
+        obj.setdefault("spec", {})["replicas"] = step.replicas
+        self.kube.update(obj)
+
+    def _capacity(self, step: CapacityStep) -> None:
+        self.cloud.set_available(step.unavailable, False)
+        if step.duration is not None:
+            self.world.timers.schedule(
+                self.world.manager,
+                f"capacity/{step.index}",
+                step.duration,
+                lambda: self.cloud.set_available(step.unavailable, True),
+            )
+
+    def _create_static_nodes(self) -> None:
+        for spec in self.scenario.nodes:
+            facts = self.cloud.static_node(spec)
+            node = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": spec.name,
+                    "labels": {
+                        **facts.labels,
+                        wk.HOSTNAME: spec.name,
+                        wk.REGION: self.scenario.cluster.region,
+                        **dict(spec.labels),
+                    },
+                },
+                "spec": {"taints": [dict(t) for t in spec.taints]},
+                "status": {
+                    "capacity": res.format_resource_list(facts.capacity),
+                    "allocatable": res.format_resource_list(facts.allocatable),
+                    "conditions": [],
+                },
+            }
+            set_condition(node["status"]["conditions"], "Ready", TRUE, self.clock.now())
+            self.kube.create(node)
+            self.observer.static_prices[spec.name] = facts.price

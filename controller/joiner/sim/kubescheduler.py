@@ -1,0 +1,113 @@
+"""An emulated kube-scheduler: binds pending pods to Ready nodes where they fit,
+and marks the rest Unschedulable (which is what wakes the provisioner).
+
+It reuses the scheduler's own predicates (resources, taints, selectors and
+affinity, topology spread, host ports, volumes) by solving with existing nodes
+only, so "fits" means the same thing to both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from joiner.api import resources as res
+from joiner.api.conditions import is_true
+from joiner.controllers.runtime import DONE, Result
+from joiner.kube.api import Conflict, KubeAPI, NotFound
+from joiner.scheduling.model import ClusterSnapshot, ExistingNode, VolumeCatalog, pod_key
+from joiner.scheduling.solver import solve
+
+KEY = "schedule"
+
+
+def is_pending(pod: dict[str, Any]) -> bool:
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    return (
+        not spec.get("nodeName")
+        and not meta.get("deletionTimestamp")
+        and status.get("phase", "Pending") == "Pending"
+    )
+
+
+def schedulable_node(node: dict[str, Any]) -> bool:
+    status = node.get("status") or {}
+    return (
+        is_true(status.get("conditions"), "Ready")
+        and not (node.get("spec") or {}).get("unschedulable")
+        and not node["metadata"].get("deletionTimestamp")
+    )
+
+
+class KubeScheduler:
+    name = "sim.kube-scheduler"
+
+    def __init__(self, kube: KubeAPI) -> None:
+        self.kube = kube
+
+    def reconcile(self, key: str) -> Result:
+        pods = self.kube.list("Pod").items
+        pending = [p for p in pods if is_pending(p)]
+        if not pending:
+            return DONE
+        nodes = [n for n in self.kube.list("Node").items if schedulable_node(n)]
+        snapshot = ClusterSnapshot(nodes=self._existing(nodes, pods), volumes=self._volumes())
+        plan = solve(pending, [], {}, snapshot)
+        by_key = {pod_key(p): p for p in pending}
+        for key_, node_name in plan.existing.items():
+            pod = by_key[key_]
+            with contextlib.suppress(Conflict, NotFound):
+                self.kube.bind(pod["metadata"]["name"], pod["metadata"]["namespace"], node_name)
+        for key_, why in plan.unplaceable.items():
+            self._mark_unschedulable(by_key[key_], len(nodes), why.message)
+        return DONE
+
+    def _existing(
+        self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
+    ) -> list[ExistingNode]:
+        bound: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                bound.setdefault(node_name, []).append(pod)
+        return [
+            ExistingNode(
+                name=n["metadata"]["name"],
+                labels=dict(n["metadata"].get("labels") or {}),
+                allocatable=res.parse_resource_list((n.get("status") or {}).get("allocatable")),
+                taints=list((n.get("spec") or {}).get("taints") or []),
+                pods=bound.get(n["metadata"]["name"], []),
+            )
+            for n in nodes
+        ]
+
+    def _volumes(self) -> VolumeCatalog:
+        def by_key(kind: str) -> dict[str, dict[str, Any]]:
+            items = self.kube.list(kind).items
+            return {
+                (f"{o['metadata']['namespace']}/" if o["metadata"].get("namespace") else "")
+                + o["metadata"]["name"]: o
+                for o in items
+            }
+
+        return VolumeCatalog(
+            claims=by_key("PersistentVolumeClaim"),
+            volumes=by_key("PersistentVolume"),
+            storage_classes=by_key("StorageClass"),
+        )
+
+    def _mark_unschedulable(self, pod: dict[str, Any], node_count: int, why: str) -> None:
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions):
+            return  # already marked: rewriting would only re-trigger the provisioner
+        pod.setdefault("status", {})["conditions"] = [
+            *(c for c in conditions if c.get("type") != "PodScheduled"),
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": f"0/{node_count} nodes are available: {why}",
+            },
+        ]
+        with contextlib.suppress(Conflict, NotFound):
+            self.kube.update_status(pod)

@@ -1,0 +1,185 @@
+"""What the simulation reports: snapshots of the cluster, the life of every
+NodeClaim, the events, and the totals integrated over virtual time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api import resources as res
+from joiner.api.conditions import get_condition, is_true
+from joiner.api.nodeclaim import NodeClaim
+from joiner.clock import Clock
+from joiner.kube.api import KubeAPI
+from joiner.operator import Operator
+from joiner.scheduling.model import pod_key
+from joiner.scheduling.pods import pod_requests
+from joiner.sim.cloud import SimCloud
+from joiner.sim.kubescheduler import is_pending
+from joiner.sim.result import (
+    EventRecord,
+    NodeClaimRecord,
+    NodeView,
+    PendingPod,
+    Snapshot,
+    Totals,
+    cost_per_hour,
+    resource_view,
+)
+
+_STAGES = (
+    (nc.LAUNCHED, "launched_at"),
+    (nc.REGISTERED, "registered_at"),
+    (nc.INITIALIZED, "initialized_at"),
+)
+
+
+class Observer:
+    def __init__(
+        self, kube: KubeAPI, clock: Clock, cloud: SimCloud, operator: Operator, start: float
+    ) -> None:
+        self.kube, self.clock, self.cloud, self.operator = kube, clock, cloud, operator
+        self.start = start
+        self.nodeclaims: dict[str, NodeClaimRecord] = {}
+        self.events: list[EventRecord] = []
+        self.totals = Totals()
+        self.static_prices: dict[str, float | None] = {}
+
+    def elapsed(self) -> float:
+        return self.clock.now() - self.start
+
+    # --- fed by the world's watch -------------------------------------------------------
+
+    def on_nodeclaim(self, event_type: str, claim: dict[str, Any]) -> None:
+        name = claim["metadata"]["name"]
+        record = self.nodeclaims.get(name)
+        if record is None:
+            record = NodeClaimRecord(
+                name=name,
+                nodepool=(claim["metadata"].get("labels") or {}).get(wk.NODEPOOL, ""),
+                created_at=self.elapsed(),
+                instance_types=NodeClaim.from_dict(claim).instance_type_candidates(),
+            )
+            self.nodeclaims[name] = record
+            self.totals.nodeclaims_created += 1
+        if event_type == "DELETED":
+            if record.deleted_at is None:
+                record.deleted_at = self.elapsed()
+                self.totals.nodeclaims_deleted += 1
+            return
+        self._update_record(record, claim)
+
+    def _update_record(self, record: NodeClaimRecord, claim: dict[str, Any]) -> None:
+        conditions = (claim.get("status") or {}).get("conditions")
+        for type_, attr in _STAGES:
+            if getattr(record, attr) is None and is_true(conditions, type_):
+                setattr(record, attr, self.elapsed())
+        labels = claim["metadata"].get("labels") or {}
+        provider_id = (claim.get("status") or {}).get("providerID")
+        if provider_id and record.instance_type is None:
+            record.instance_type = labels.get(wk.INSTANCE_TYPE)
+            record.zone = labels.get(wk.ZONE)
+            record.capacity_type = labels.get(wk.CAPACITY_TYPE)
+            record.price = self.cloud.instance_price(provider_id)
+        reason = get_condition(conditions, nc.DISRUPTION_REASON)
+        if reason is not None and record.disruption_reason is None:
+            record.disruption_reason = reason.get("reason")
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        involved = event.get("involvedObject") or {}
+        reason = event.get("reason", "")
+        self.events.append(
+            EventRecord(
+                time=self.elapsed(),
+                kind=involved.get("kind", ""),
+                name=involved.get("name", ""),
+                reason=reason,
+                message=event.get("message", ""),
+            )
+        )
+        if reason == "Evicted":
+            self.totals.evictions += 1
+
+    # --- integration over time ------------------------------------------------------------
+
+    def account(self, seconds: float) -> None:
+        """The cluster stayed as it is for ``seconds``: add its cost and pending time."""
+        if seconds <= 0:
+            return
+        snapshot = self.snapshot(with_reasons=False)
+        self.totals.cost += snapshot.cost_per_hour * seconds / 3600
+        self.totals.pod_pending_seconds += len(snapshot.pending_pods) * seconds
+
+    # --- snapshots -----------------------------------------------------------------------
+
+    def snapshot(self, with_reasons: bool = True) -> Snapshot:
+        pods = self.kube.list("Pod").items
+        claims_by_provider = {
+            (c.get("status") or {}).get("providerID"): c["metadata"]["name"]
+            for c in self.kube.list("NodeClaim").items
+        }
+        bound: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                bound.setdefault(node, []).append(pod)
+        nodes = [
+            self._node_view(n, bound.get(n["metadata"]["name"], []), claims_by_provider)
+            for n in self.kube.list("Node").items
+        ]
+        pending = [
+            PendingPod(pod_key(p), self._pending_reason(p) if with_reasons else "")
+            for p in pods
+            if is_pending(p)
+        ]
+        return Snapshot(
+            time=self.elapsed(),
+            cost_per_hour=round(cost_per_hour(nodes), 6),
+            nodes=nodes,
+            pending_pods=sorted(pending, key=lambda p: p.name),
+        )
+
+    def _node_view(
+        self,
+        node: dict[str, Any],
+        pods: list[dict[str, Any]],
+        claims_by_provider: dict[str | None, str],
+    ) -> NodeView:
+        meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
+        labels = meta.get("labels") or {}
+        provider_id = spec.get("providerID")
+        claim = claims_by_provider.get(provider_id) if provider_id else None
+        requested = res.sum_lists(pod_requests(p, {}) for p in pods)
+        return NodeView(
+            name=meta["name"],
+            managed=claim is not None,
+            nodepool=labels.get(wk.NODEPOOL) if claim else None,
+            nodeclaim=claim,
+            instance_type=labels.get(wk.INSTANCE_TYPE),
+            zone=labels.get(wk.ZONE),
+            capacity_type=labels.get(wk.CAPACITY_TYPE),
+            price=self.cloud.instance_price(provider_id)
+            if claim
+            else self.static_prices.get(meta["name"]),
+            ready=is_true(status.get("conditions"), "Ready"),
+            labels=dict(labels),
+            taints=list(spec.get("taints") or []),
+            allocatable=resource_view(res.parse_resource_list(status.get("allocatable"))),
+            requested=resource_view(requested),
+            pods=sorted(pod_key(p) for p in pods),
+        )
+
+    def _pending_reason(self, pod: dict[str, Any]) -> str:
+        key = pod_key(pod)
+        plan = self.operator.provisioner.last_plan
+        if plan is not None and key in plan.unplaceable:
+            why = plan.unplaceable[key]
+            return f"{why.constraint}: {why.message}"
+        nominated = self.operator.state.nomination(key)
+        if nominated:
+            return f"waiting for {nominated} to become ready"
+        scheduled = get_condition((pod.get("status") or {}).get("conditions"), "PodScheduled")
+        if scheduled and scheduled.get("message"):
+            return scheduled["message"]
+        return "not yet considered by the scheduler"

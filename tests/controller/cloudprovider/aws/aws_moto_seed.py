@@ -1,0 +1,228 @@
+"""moto in server mode on 127.0.0.1 for the AWS provider tests.
+
+One ThreadedMotoServer per session; every test that asks for ``env`` gets a freshly reset
+moto seeded with what a cluster has: a VPC with discovery-tagged subnets and security
+group, EKS optimized AMIs and their SSM parameters (moto has none: written straight into
+its in-process backend, since SSM refuses ``/aws/...`` names from clients), and a node
+role. The instance-type catalogue is loaded once per session (moto's unfiltered
+DescribeInstanceTypes takes ~8 s) and shared.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.utils import utcnow
+from moto.ec2.models import ec2_backends
+from moto.server import ThreadedMotoServer
+from moto.ssm.models import Parameter, ssm_backends
+
+from joiner.clock import FakeClock
+from joiner.cloudprovider.aws.clients import AWSClients
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.pricing import load_price_file
+
+REGION = "us-east-1"
+CLUSTER = "test-cluster"
+K8S_VERSION = "1.31"
+ROLE = "test-node-role"
+DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
+PRICE_FILE = Path(__file__).resolve().parents[5] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+
+# (SSM parameter, architecture) for each alias-resolvable AMI that gets seeded.
+EKS = f"/aws/service/eks/optimized-ami/{K8S_VERSION}"
+BR = f"/aws/service/bottlerocket/aws-k8s-{K8S_VERSION}"
+AMI_PARAMETERS = {
+    ("al2023", "amd64", "standard"): f"{EKS}/amazon-linux-2023/x86_64/standard/recommended/image_id",
+    ("al2023", "arm64", "standard"): f"{EKS}/amazon-linux-2023/arm64/standard/recommended/image_id",
+    ("al2023", "amd64", "nvidia"): f"{EKS}/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+    ("al2023@pinned", "amd64", "standard"): (
+        f"{EKS}/amazon-linux-2023/x86_64/standard/"
+        f"amazon-eks-node-al2023-x86_64-standard-{K8S_VERSION}-v20240807/image_id"
+    ),
+    ("al2", "amd64", "standard"): f"{EKS}/amazon-linux-2/recommended/image_id",
+    ("al2", "arm64", "standard"): f"{EKS}/amazon-linux-2-arm64/recommended/image_id",
+    ("al2", "amd64", "nvidia"): f"{EKS}/amazon-linux-2-gpu/recommended/image_id",
+    ("bottlerocket", "amd64", "standard"): f"{BR}/x86_64/latest/image_id",
+    ("bottlerocket", "arm64", "standard"): f"{BR}/arm64/latest/image_id",
+}
+EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+
+
+@dataclass
+class Env:
+    """A seeded moto account, reset for each test."""
+
+    url: str
+    clients: AWSClients
+    vpc_id: str
+    subnets: dict[str, str]  # name -> id
+    node_security_group: str
+    other_security_group: str
+    amis: dict[tuple[str, str, str], str]  # (alias, arch, variant) -> image id
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _post(url: str) -> None:
+    request = urllib.request.Request(url, data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+def make_clients(url: str, with_pricing: bool = True) -> AWSClients:
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+    return AWSClients.create(
+        REGION, session=session, endpoint_url=url, max_attempts=1, with_pricing=with_pricing
+    )
+
+
+def seed_env(moto_url: str) -> Env:
+    """Reset moto and seed it like a cluster's account."""
+    _post(f"{moto_url}/moto-api/reset")
+    clients = make_clients(moto_url)
+    ec2 = clients.ec2
+    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        "a-big": _subnet(ec2, vpc_id, "10.0.0.0/20", "us-east-1a", DISCOVERY),
+        "a-small": _subnet(ec2, vpc_id, "10.0.16.0/26", "us-east-1a", DISCOVERY),
+        "b": _subnet(ec2, vpc_id, "10.0.32.0/20", "us-east-1b", DISCOVERY),
+        "c": _subnet(ec2, vpc_id, "10.0.48.0/20", "us-east-1c", DISCOVERY),
+        "d-untagged": _subnet(ec2, vpc_id, "10.0.64.0/20", "us-east-1d", {"team": "other"}),
+    }
+    # moto attaches the VPC's default group to fleet instances whatever the launch
+    # template says, so the default group is the discovered node group here.
+    default_sg = ec2.describe_security_groups(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": ["default"]}]
+    )["SecurityGroups"][0]["GroupId"]
+    ec2.create_tags(Resources=[default_sg], Tags=_tags(DISCOVERY))
+    other_sg = ec2.create_security_group(
+        GroupName="other-nodes",
+        Description="other",
+        VpcId=vpc_id,
+        TagSpecifications=[{"ResourceType": "security-group", "Tags": _tags({"team": "other"})}],
+    )["GroupId"]
+    amis = {key: _register_ami(ec2, key) for key in AMI_PARAMETERS}
+    for key, parameter in AMI_PARAMETERS.items():
+        seed_ssm_parameter(parameter, amis[key])
+    clients.iam.create_role(
+        RoleName=ROLE,
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "ec2.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )
+    return Env(moto_url, clients, vpc_id, subnets, default_sg, other_sg, amis)
+
+
+
+
+def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _subnet(ec2: Any, vpc_id: str, cidr: str, zone: str, tags: dict[str, str]) -> str:
+    return ec2.create_subnet(
+        VpcId=vpc_id,
+        CidrBlock=cidr,
+        AvailabilityZone=zone,
+        TagSpecifications=[{"ResourceType": "subnet", "Tags": _tags(tags)}],
+    )["Subnet"]["SubnetId"]
+
+
+def _register_ami(ec2: Any, key: tuple[str, str, str]) -> str:
+    alias, arch, variant = key
+    image_id = ec2.register_image(
+        Name=f"{alias}-{variant}-{arch}", Description="EKS optimized (seeded)"
+    )["ImageId"]
+    set_ami_architecture(image_id, EC2_ARCH[arch])
+    return image_id
+
+
+def set_ami_architecture(image_id: str, architecture: str) -> None:
+    """moto's RegisterImage drops Architecture; set it on the backend's image."""
+    ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis[image_id].architecture = architecture
+
+
+def seed_ssm_parameter(name: str, value: str) -> None:
+    """Write a public ``/aws/service/...`` parameter as AWS publishes it."""
+    ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters[name].append(
+        Parameter(
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=utcnow(),
+            version=1,
+            data_type="aws:ec2:image",
+        )
+    )
+
+
+def seed_spot_prices(monkeypatch: pytest.MonkeyPatch, prices: dict[tuple[str, str], str]) -> None:
+    """moto answers DescribeSpotPriceHistory with $0.00001 for everything; serve these
+    (instance type, zone) -> price entries instead, with a current timestamp."""
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses.spot_instances import SpotInstances
+
+    def describe_spot_price_history(self: SpotInstances) -> ActionResult:
+        wanted = set(self._get_param("InstanceTypes", []))
+        history = [
+            {
+                "InstanceType": name,
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": price,
+                "AvailabilityZone": zone,
+                "Timestamp": utcnow().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            }
+            for (name, zone), price in prices.items()
+            if not wanted or name in wanted
+        ]
+        return ActionResult({"SpotPriceHistory": history})
+
+    monkeypatch.setattr(SpotInstances, "describe_spot_price_history", describe_spot_price_history)
+
+
+CLUSTER_INFO_KWARGS = {
+    "name": CLUSTER,
+    "endpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
+    "certificate_authority": "Q0EtREFUQQ==",
+    "kubernetes_version": K8S_VERSION,
+    "service_cidr": "172.20.0.0/16",
+}
+
+
+def nodeclass_dict(name: str = "default", **spec: Any) -> dict[str, Any]:
+    """An EC2NodeClass selecting the seeded subnets and node group by discovery tag."""
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": ROLE,
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": DISCOVERY}],
+            "securityGroupSelectorTerms": [{"tags": DISCOVERY}],
+            **spec,
+        },
+    }

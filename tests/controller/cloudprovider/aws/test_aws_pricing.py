@@ -1,0 +1,137 @@
+"""Pricing: Pricing API (moto answers 500), spot history, static table and estimate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_moto_seed import Env, seed_spot_prices
+
+from joiner.api import labels as wk
+from joiner.clock import FakeClock
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.pricing import (
+    REFRESH_SECONDS,
+    RETRY_AFTER_FAILURE_SECONDS,
+    PriceEstimator,
+    PricingProvider,
+    load_price_file,
+    parse_on_demand_product,
+)
+
+SPOT, OD = wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND
+
+
+def provider(env: Env, catalogue: InstanceTypeCatalogue, clock: FakeClock, **kw) -> PricingProvider:
+    return PricingProvider(
+        clock,
+        "us-east-1",
+        pricing_client=env.clients.pricing,
+        ec2=env.clients.ec2,
+        infos=catalogue.infos,
+        **kw,
+    )
+
+
+def test_static_table_before_and_after_a_failed_pricing_api(
+    env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+) -> None:
+    clock = FakeClock()
+    pricing = provider(env, catalogue, clock, static_on_demand=price_table)
+    m5 = catalogue.infos()["m5.xlarge"]
+    assert pricing.price(m5, OD, "us-east-1a") == 0.192  # before any refresh
+    pricing.refresh_if_due()  # moto's Pricing API fails: keep the table
+    assert pricing.on_demand_price("m5.xlarge") == 0.192
+    # moto's spot history says $0.00001: implausible, so 40% of on-demand
+    assert pricing.price(m5, SPOT, "us-east-1a") == pytest.approx(0.0768)
+    generation = pricing.generation
+    clock.advance(RETRY_AFTER_FAILURE_SECONDS)
+    pricing.refresh_if_due()  # on-demand retried (fails again); spot not due for 12h
+    assert pricing.generation == generation
+    clock.advance(REFRESH_SECONDS)
+    pricing.refresh_if_due()
+    assert pricing.generation == generation + 1  # spot refreshed
+
+
+def test_spot_history_prices_per_zone(
+    env: Env,
+    catalogue: InstanceTypeCatalogue,
+    price_table: dict[str, float],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed_spot_prices(
+        monkeypatch,
+        {("m5.xlarge", "us-east-1a"): "0.0701", ("m5.xlarge", "us-east-1b"): "0.0655"},
+    )
+    pricing = provider(env, catalogue, FakeClock(), static_on_demand=price_table)
+    pricing.refresh_if_due()
+    m5 = catalogue.infos()["m5.xlarge"]
+    assert pricing.price(m5, SPOT, "us-east-1a") == 0.0701
+    assert pricing.price(m5, SPOT, "us-east-1b") == 0.0655
+    assert pricing.price(m5, SPOT, "us-east-1c") == pytest.approx(0.0768)  # no history there
+
+
+def test_isolated_vpc_never_calls_the_pricing_api_and_estimates(
+    env: Env, catalogue: InstanceTypeCatalogue
+) -> None:
+    pricing = provider(env, catalogue, FakeClock(), isolated_vpc=True)
+    pricing.refresh_if_due()
+    # no known prices at all: 4 x 0.0357 + 16 GiB x 0.0034
+    assert pricing.price(catalogue.infos()["m5.xlarge"], OD, "us-east-1a") == pytest.approx(0.1972)
+    gpu = pricing.price(catalogue.infos()["p4d.24xlarge"], OD, "us-east-1a")
+    assert gpu == pytest.approx(96 * 0.0357 + 1152 * 0.0034 + 8 * 0.5)
+
+
+def test_every_type_has_a_positive_price(
+    catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+) -> None:
+    pricing = PricingProvider(FakeClock(), "us-east-1", static_on_demand=price_table, infos=catalogue.infos)
+    for info in catalogue.infos().values():
+        for capacity_type in (OD, SPOT):
+            assert pricing.price(info, capacity_type, "us-east-1a") > 0, info["InstanceType"]
+
+
+def test_estimate_of_an_unpriced_type_follows_its_generation(
+    catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+) -> None:
+    known = {k: v for k, v in price_table.items() if k not in ("m5.2xlarge", "c6g.4xlarge")}
+    estimator = PriceEstimator(known, catalogue.infos())
+    m5 = estimator.estimate(catalogue.infos()["m5.2xlarge"])
+    c6g = estimator.estimate(catalogue.infos()["c6g.4xlarge"])
+    assert m5 == pytest.approx(0.384, rel=0.01)  # m5 prices are linear in size
+    assert c6g == pytest.approx(0.544, rel=0.03)
+    # a family with no known price falls back to its category and generation
+    del known["m7i-flex.large"]
+    known = {k: v for k, v in known.items() if not k.startswith("m7i-flex.")}
+    flex = PriceEstimator(known, catalogue.infos()).estimate(catalogue.infos()["m7i-flex.large"])
+    assert flex == pytest.approx(price_table["m7i-flex.large"], rel=0.25)
+
+
+def test_get_products_entry_is_parsed() -> None:
+    entry = {
+        "product": {"attributes": {"instanceType": "m5.large", "regionCode": "us-east-1"}},
+        "terms": {
+            "OnDemand": {
+                "SKU.JRTCKXETXF": {
+                    "priceDimensions": {
+                        "SKU.JRTCKXETXF.6YS6EN2CT7": {
+                            "unit": "Hrs",
+                            "pricePerUnit": {"USD": "0.0960000000"},
+                        }
+                    }
+                }
+            }
+        },
+    }
+    assert parse_on_demand_product(json.dumps(entry)) == ("m5.large", 0.096)
+    assert parse_on_demand_product(json.dumps({"product": {}, "terms": {}})) is None
+
+
+def test_price_file_errors_name_the_entry(tmp_path) -> None:
+    bad = tmp_path / "prices.json"
+    bad.write_text(json.dumps({"prices": {"m5.large": "cheap"}}))
+    with pytest.raises(ValueError, match="price of 'm5.large' must be a number"):
+        load_price_file(bad)
+    flat = tmp_path / "flat.json"
+    flat.write_text(json.dumps({"m5.large": 0.096}))
+    assert load_price_file(flat) == {"m5.large": 0.096}

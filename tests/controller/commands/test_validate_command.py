@@ -1,0 +1,182 @@
+"""``joiner validate``: output lines and exit codes, through main() and the console script."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from joiner.cli import main
+
+MANIFESTS = Path(__file__).parents[1] / "api" / "manifests"
+GOOD = MANIFESTS / "nodepool-default.yaml"
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+"""
+BAD_NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: broken}
+spec:
+  weight: 0
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/nodepool, operator: In, values: [x]}
+"""
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(argv)
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_valid_files_print_ok_per_object_and_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(str(p) for p in MANIFESTS.glob("*.yaml"))
+    code, lines = _run(["validate", *files], capsys)
+    assert code == 0
+    assert lines == [
+        f"{MANIFESTS}/ec2nodeclass-custom.yaml: EC2NodeClass/gpu: OK",
+        f"{MANIFESTS}/ec2nodeclass-default.yaml: EC2NodeClass/default: OK",
+        f"{MANIFESTS}/nodeclaim.yaml: NodeClaim/default-x7k2p: OK",
+        f"{MANIFESTS}/nodepool-default.yaml: NodePool/default: OK",
+        f"{MANIFESTS}/nodepool-gpu.yaml: NodePool/gpu: OK",
+    ]
+
+
+def test_errors_name_file_object_and_field_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pools.yaml"
+    path.write_text(DEPLOYMENT + "---\n" + BAD_NODEPOOL)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines == [
+        f"{path}: Deployment/web: skipped (not a Joiner kind)",
+        f"{path}: NodePool/broken: spec.weight: must be >= 1, got 0",
+        f"{path}: NodePool/broken: spec.template.spec.requirements[0].key: "
+        'label "karpenter.sh/nodepool" is restricted',
+    ]
+
+
+def test_other_kinds_alone_are_skipped_and_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(DEPLOYMENT)
+    assert _run(["validate", str(path)], capsys) == (
+        0,
+        [f"{path}: Deployment/web: skipped (not a Joiner kind)"],
+    )
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (
+            "kind: [NodePool\n",
+            "document 1: not valid YAML: expected ',' or ']', but got '<stream end>'"
+            " (line 2, column 1)",
+        ),
+        ("- a\n- b\n", "document 1: expected an object (a mapping), got list"),
+        ("just text\n", "document 1: expected an object (a mapping), got string"),
+        ("kind: NodePool\nmetadata: {name: a}\n", "NodePool/a: apiVersion: is required"),
+        ("apiVersion: karpenter.sh/v1\nmetadata: {name: a}\n", "document 1: kind: is required"),
+        (
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\n",
+            "NodePool/a: apiVersion: NodePool is served as karpenter.sh/v1, "
+            "got 'karpenter.sh/v1beta1'",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n",
+            "Provisioner/a: kind: unknown kind 'Provisioner'; expected one of NodePool "
+            "(karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1)",
+        ),
+    ],
+)  # fmt: skip
+def test_garbage_gets_one_line_not_a_traceback(
+    text: str, line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(text)
+    assert _run(["validate", str(path)], capsys) == (2, [f"{path}: {line}"])
+
+
+def test_later_documents_are_checked_before_a_yaml_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(GOOD.read_text() + "---\nfoo: [\n")
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines[0] == f"{path}: NodePool/default: OK"
+    assert lines[1].startswith(f"{path}: document 2: not valid YAML: ")
+
+
+def test_unreadable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    missing = tmp_path / "missing.yaml"
+    code, lines = _run(["validate", str(missing), str(tmp_path), str(binary)], capsys)
+    assert code == 2
+    assert lines == [
+        f"{missing}: cannot read: No such file or directory",
+        f"{tmp_path}: cannot read: Is a directory",
+        f"{binary}: cannot read: not UTF-8 text",
+    ]
+
+
+def test_stdin_and_list_documents(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `kubectl get nodepools -o yaml` prints a List
+    items = [yaml.safe_load(GOOD.read_text()), yaml.safe_load(BAD_NODEPOOL)]
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(listing))
+    code, lines = _run(["validate", "-"], capsys)
+    assert code == 2
+    assert lines[:2] == [
+        "<stdin>: NodePool/default: OK",
+        "<stdin>: NodePool/broken: spec.weight: must be >= 1, got 0",
+    ]
+
+
+def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing\n---\n")
+    assert _run(["validate", str(path)], capsys) == (0, [f"{path}: no objects"])
+
+
+def _console_script() -> str:
+    found = shutil.which("joiner") or str(Path(sys.executable).parent / "joiner")
+    assert Path(found).exists()
+    return found
+
+
+def test_console_script_exit_codes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_NODEPOOL)
+    ok = subprocess.run(
+        [_console_script(), "validate", str(GOOD)], capture_output=True, text=True, timeout=60
+    )
+    assert (ok.returncode, ok.stdout, ok.stderr) == (
+        0,
+        f"{GOOD}: NodePool/default: OK\n",
+        "",
+    )
+    failed = subprocess.run(
+        [_console_script(), "validate", str(bad)], capture_output=True, text=True, timeout=60
+    )
+    assert failed.returncode == 2
+    assert failed.stderr == ""
+    assert (
+        failed.stdout.splitlines()[0] == f"{bad}: NodePool/broken: spec.weight: must be >= 1, got 0"
+    )

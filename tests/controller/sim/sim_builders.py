@@ -1,0 +1,205 @@
+"""Builders for the simulator tests: a valid scenario document to break field by field,
+and a small hand-built SimulationResult for the renderers. (A plain module, not
+conftest, so that test modules can import it by a name no other test directory uses.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from joiner.sim.result import (
+    EventRecord,
+    NodeClaimRecord,
+    NodeView,
+    PendingPod,
+    SimulationResult,
+    Snapshot,
+    StepRecord,
+    Totals,
+)
+
+GIB = 2**30
+
+BASE_SCENARIO: dict[str, Any] = {
+    "apiVersion": "joiner.sim/v1",
+    "kind": "Scenario",
+    "metadata": {"name": "base"},
+    "spec": {
+        "cluster": {"name": "demo", "region": "us-east-1", "zones": ["zone-a", "zone-b"]},
+        "cloud": {
+            "provider": "fake",
+            "instanceTypes": [
+                {
+                    "name": "small",
+                    "cpu": "2",
+                    "memory": "4Gi",
+                    "overhead": {"cpu": "100m"},
+                    "offerings": [
+                        {"zone": "zone-a", "capacityType": "spot", "price": 0.03},
+                        {"zone": "zone-b", "capacityType": "on-demand", "price": 0.08},
+                    ],
+                }
+            ],
+        },
+        "objects": [
+            {
+                "apiVersion": "karpenter.k8s.aws/v1",
+                "kind": "EC2NodeClass",
+                "metadata": {"name": "default"},
+                "spec": {
+                    "role": "NodeRole",
+                    "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+                    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+                },
+            },
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": {"name": "default"},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "nodeClassRef": {
+                                "group": "karpenter.k8s.aws",
+                                "kind": "EC2NodeClass",
+                                "name": "default",
+                            },
+                            "requirements": [
+                                {
+                                    "key": "karpenter.sh/capacity-type",
+                                    "operator": "In",
+                                    "values": ["spot", "on-demand"],
+                                }
+                            ],
+                        }
+                    }
+                },
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "app"},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "app"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "app"}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "app",
+                                    "image": "app",
+                                    "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+                                }
+                            ]
+                        },
+                    },
+                },
+            },
+        ],
+        "steps": [
+            {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}},
+            {"name": "wait", "settle": "10m"},
+            {"advance": "1m"},
+            {"expect": {"pendingPods": 0}},
+        ],
+    },
+}
+
+
+def to_text(document: dict[str, Any]) -> str:
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def node(name: str, **overrides: Any) -> NodeView:
+    fields: dict[str, Any] = {
+        "name": name,
+        "managed": True,
+        "instance_type": "c5.xlarge",
+        "zone": "us-east-1a",
+        "capacity_type": "spot",
+        "price": 0.068,
+        "ready": True,
+        "nodepool": "default",
+        "nodeclaim": f"{name}-claim",
+        "allocatable": {"cpu": 3.92, "memory": 7 * GIB, "pods": 58},
+        "requested": {"cpu": 2.0, "memory": 2 * GIB, "pods": 4},
+        "pods": ["default/app-1", "default/app-2"],
+    }
+    fields.update(overrides)
+    return NodeView(**fields)
+
+
+def static_node() -> NodeView:
+    return node(
+        "system-1",
+        managed=False,
+        instance_type="m5.large",
+        capacity_type="on-demand",
+        price=0.096,
+        nodepool=None,
+        nodeclaim=None,
+        allocatable={"cpu": 1.93, "memory": 7 * GIB, "pods": 29},
+        requested={"cpu": 0.5, "memory": GIB // 2, "pods": 1},
+        pods=["default/app-0"],
+    )
+
+
+def build_sample_result() -> SimulationResult:
+    """Three steps: five pods scaled up (four pending), then one launched node takes them."""
+    scaled = Snapshot(
+        time=0.0,
+        cost_per_hour=0.096,
+        nodes=[static_node()],
+        pending_pods=[
+            PendingPod(f"default/app-{i}", "Insufficient cpu on system-1; waiting for a node")
+            for i in range(1, 5)
+        ],
+    )
+    settled = Snapshot(
+        time=65.0,
+        cost_per_hour=0.164,
+        nodes=[static_node(), node("ip-10-0-1-1")],
+    )
+    claim = NodeClaimRecord(
+        name="default-x7k2p",
+        nodepool="default",
+        created_at=1.0,
+        instance_types=["c5.xlarge", "m5.xlarge"],
+        instance_type="c5.xlarge",
+        zone="us-east-1a",
+        capacity_type="spot",
+        price=0.068,
+        launched_at=1.5,
+        registered_at=31.5,
+        initialized_at=41.5,
+    )
+    events = [
+        EventRecord(1.5, "NodeClaim", "default-x7k2p", "Launched", "c5.xlarge spot us-east-1a"),
+        EventRecord(41.5, "Node", "ip-10-0-1-1", "Ready", "node is ready"),
+    ]
+    return SimulationResult(
+        scenario="sample",
+        steps=[
+            StepRecord(0, "scale", 0.0, scaled),
+            StepRecord(1, "settle", 65.0, settled, name="wait"),
+            StepRecord(
+                2,
+                "expect",
+                65.0,
+                settled,
+                failures=["spec.steps[2]: nodes.total: expected 3, got 2"],
+            ),
+        ],
+        final=settled,
+        nodeclaims=[claim],
+        events=events,
+        totals=Totals(
+            cost=0.002,
+            nodeclaims_created=1,
+            nodeclaims_deleted=0,
+            evictions=0,
+            pod_pending_seconds=160.0,
+        ),
+    )

@@ -1,0 +1,74 @@
+"""``--output table``: the timeline a person reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from joiner.sim.result import EventRecord, PendingPod, Snapshot, StepRecord
+from joiner.sim.table import format_time, render_table
+from sim_builders import node
+
+# The whole rendering of conftest's sample run (wider than a source line, so in a file).
+EXPECTED = (Path(__file__).parent / "sample_table.txt").read_text(encoding="utf-8")
+
+
+def test_sample_run_renders_as_timeline(sample_result):
+    assert render_table(sample_result) == EXPECTED
+
+
+def test_events_after_the_last_step_and_a_changed_final_state(sample_result):
+    sample_result.steps[2].failures = []
+    sample_result.events.append(
+        EventRecord(80.0, "NodeClaim", "default-x7k2p", "Disrupted", "expired")
+    )
+    sample_result.final = Snapshot(time=90.0, cost_per_hour=0.0)
+
+    text = render_table(sample_result)
+
+    assert text.endswith(
+        "Step 2: expect, done at 0:01:05\n"
+        "  No change.\n"
+        "  Expectations held.\n"
+        "\n"
+        "After the last step, until 0:01:30\n"
+        "  Events:\n"
+        "    0:01:20  NodeClaim/default-x7k2p  Disrupted  expired\n"
+        "\n"
+        "Final state at 0:01:30\n"
+        "  0 nodes (0 managed, 0 ready), 0 pods running, 0 pending, cost $0.0000/h\n"
+        "\n"
+        "NodeClaims\n"
+        "  NAME           POOL     TYPE       ZONE        CAPACITY  PRICE      CREATED  LAUNCHED   "
+        "READY      DELETED  DISRUPTION\n"
+        "  default-x7k2p  default  c5.xlarge  us-east-1a  spot      $0.0680/h  0:00:01  0:00:01.5  "
+        "0:00:41.5  -        -\n"
+        "\n"
+        "Expectations: all 1 expect steps held.\n"
+    )
+
+
+def test_pending_pods_grouped_by_reason_most_common_first(sample_result):
+    pending = [PendingPod(f"default/web-{i}", "topology spread: zone skew") for i in range(2)]
+    pending.append(PendingPod("default/gpu", "no instance type has nvidia.com/gpu"))
+    snapshot = Snapshot(time=5.0, cost_per_hour=0.068, nodes=[node("n")], pending_pods=pending)
+    sample_result.steps = [StepRecord(0, "apply", 5.0, snapshot)]
+    sample_result.nodeclaims = []
+    sample_result.events = []
+
+    lines = render_table(sample_result).splitlines()
+
+    start = lines.index("  Pending pods, by reason:")
+    assert lines[start + 1 : start + 3] == [
+        "    2 pods: topology spread: zone skew (default/web-0, default/web-1)",
+        "    1 pod: no instance type has nvidia.com/gpu (default/gpu)",
+    ]
+    assert lines[lines.index("NodeClaims") + 1] == "  (none)"
+
+
+def test_format_time():
+    assert [format_time(t) for t in (0, 59.96, 61.25, 3600 * 27 + 5)] == [
+        "0:00:00",
+        "0:01:00",
+        "0:01:01.2",
+        "27:00:05",
+    ]
