@@ -2,9 +2,8 @@
 (type tokens joiner:index:<Class>) to programs in any Pulumi language; the schema is
 inferred from the components' type annotations and docstrings."""
 
-from pulumi.provider.experimental import component_provider_host
-
 from joiner import __version__
+from pulumi.provider.experimental import component_provider_host
 from pulumi_joiner import COMPONENTS
 
 if __name__ == "__main__":

@@ -8,10 +8,21 @@ correctness check fails or a target is missed.
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
+
+from joiner.clock import FakeClock
+from joiner.kube.http import ClusterConfig, HttpKube
+from joiner.kube.memory import MemoryKube
+from joiner.kube.server import KubeHTTPServer
+
+from benchmarks import quick_mode
 
 PODS = 10_000
 NODES = 1_000
+QUICK_PODS, QUICK_NODES = 500, 50
 NAMESPACES = 10
 # Targets: a full list of 10k pods well under a second on either adapter, so a
 # controller's resync never dominates its CPU.
@@ -66,7 +77,10 @@ def make_pod(i: int, node_name: str) -> dict[str, Any]:
                     "name": "main",
                     "image": f"registry.example.com/{app}:1.4.2",
                     "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "PORT", "value": "8080"}],
+                    "env": [
+                        {"name": "LOG_LEVEL", "value": "info"},
+                        {"name": "PORT", "value": "8080"},
+                    ],
                     "resources": {
                         "requests": {"cpu": "250m", "memory": "256Mi"},
                         "limits": {"memory": "512Mi"},
@@ -76,8 +90,143 @@ def make_pod(i: int, node_name: str) -> dict[str, Any]:
             ],
             "volumes": [{"name": "config", "configMap": {"name": f"{app}-config"}}],
             "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                 "effect": "NoExecute", "tolerationSeconds": 300},
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
             ],
         },
     }
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = action()
+    return time.perf_counter() - start, result
+
+
+def best_of(runs: int, action: Callable[[], Any]) -> tuple[float, Any]:
+    results = [timed(action) for _ in range(runs)]
+    return min(r[0] for r in results), results[-1][1]
+
+
+class Report:
+    def __init__(self, judge_targets: bool) -> None:
+        self.judge_targets = judge_targets
+        self.failures: list[str] = []
+
+    def figure(self, label: str, seconds: float, count: int, unit: str) -> None:
+        print(f"  {label:<44} {seconds * 1000:9.1f} ms  {count / seconds:12,.0f} {unit}/s")
+
+    def check(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.failures.append(what)
+            print(f"  FAILED: {what}")
+
+    def target(self, seconds: float, limit: float, what: str) -> None:
+        if self.judge_targets and seconds > limit:
+            self.failures.append(f"{what}: {seconds:.3f}s > target {limit}s")
+            print(f"  MISSED TARGET: {what} took {seconds:.3f}s (target {limit}s)")
+
+
+def populate(store: MemoryKube, pods: int, nodes: int, report: Report) -> str:
+    """Create the namespaces, nodes and pods; returns the version before the pods."""
+    for n in range(NAMESPACES):
+        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{n}"}})
+    node_names = [make_node(i)["metadata"]["name"] for i in range(nodes)]
+    seconds, _ = timed(lambda: [store.create(make_node(i)) for i in range(nodes)])
+    report.figure(f"create {nodes} nodes", seconds, nodes, "objects")
+    before = store.resource_version
+    seconds, _ = timed(
+        lambda: [store.create(make_pod(i, node_names[i % nodes])) for i in range(pods)]
+    )
+    report.figure(f"create {pods} pods", seconds, pods, "objects")
+    return before
+
+
+def bench_memory(store: MemoryKube, pods: int, nodes: int, before: str, report: Report) -> None:
+    seconds, listed = best_of(3, lambda: store.list("Pod"))
+    report.figure(f"list all {pods} pods", seconds, len(listed), "items")
+    report.check(len(listed) == pods, f"list returned {len(listed)} pods, expected {pods}")
+    report.target(seconds, MEMORY_LIST_TARGET_S, "memory list of all pods")
+    seconds, listed = best_of(3, lambda: store.list("Node"))
+    report.figure(f"list all {nodes} nodes", seconds, len(listed), "items")
+    report.check(len(listed) == nodes, f"list returned {len(listed)} nodes, expected {nodes}")
+    node = make_node(0)["metadata"]["name"]
+    seconds, listed = best_of(
+        3, lambda: [store.list("Pod", field_selector=f"spec.nodeName={node}") for _ in range(100)]
+    )
+    report.figure("list pods of one node (fieldSelector) x100", seconds, 100, "lists")
+    report.check(len(listed[0]) == pods // nodes, "pods per node by field selector")
+    seconds, listed = best_of(3, lambda: store.list("Pod", label_selector="app=app-7"))
+    report.figure("list pods by label (app=app-7)", seconds, 1, "lists")
+    report.check(len(listed) == sum(1 for i in range(pods) if i % 200 == 7), "pods by label")
+
+    watch = store.watch("Pod", resource_version=before)
+    seconds, events = timed(watch.drain)
+    report.figure(f"watch replay from version ({pods} events)", seconds, len(events), "events")
+    report.check(len(events) == pods, f"replayed {len(events)} events, expected {pods}")
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    names = [(p["metadata"]["name"], p["metadata"]["namespace"]) for p in store.list("Pod")]
+    seconds, _ = timed(
+        lambda: [
+            store.patch("Pod", n, {"status": status}, ns, subresource="status") for n, ns in names
+        ]
+    )
+    report.figure(f"status patch of {pods} pods (1 watcher)", seconds, pods, "writes")
+    seconds, events = timed(watch.drain)
+    report.figure(f"watch delivery ({pods} MODIFIED)", seconds, len(events), "events")
+    report.check(
+        [e.type for e in events] == ["MODIFIED"] * pods, "every status write reached the watch"
+    )
+    watch.stop()
+
+
+def bench_http(store: MemoryKube, pods: int, before: str, report: Report) -> None:
+    server = KubeHTTPServer(store).start()
+    api = HttpKube(ClusterConfig(server=server.url), qps=1000, burst=1000)
+    try:
+        seconds, listed = best_of(3, lambda: api.list("Pod"))
+        report.figure(
+            f"http list {pods} pods (serve + transfer + decode)", seconds, len(listed), "items"
+        )
+        report.check(len(listed) == pods, f"http list returned {len(listed)} pods")
+        report.target(seconds, HTTP_LIST_TARGET_S, "http list of all pods")
+        watch = api.watch("Pod", resource_version=before, timeout_seconds=60)
+        count = 0
+
+        def consume() -> int:
+            nonlocal count
+            for _event in watch:
+                count += 1
+                if count == pods:
+                    break
+            return count
+
+        seconds, count = timed(consume)
+        watch.stop()
+        report.figure(f"http watch replay ({pods} events)", seconds, count, "events")
+        report.check(count == pods, f"http watch delivered {count} events, expected {pods}")
+    finally:
+        api.close()
+        server.stop()
+
+
+def main() -> int:
+    quick = quick_mode()
+    pods, nodes = (QUICK_PODS, QUICK_NODES) if quick else (PODS, NODES)
+    report = Report(judge_targets=not quick)
+    print(f"KubeAPI adapters with {pods} pods and {nodes} nodes")
+    store = MemoryKube(FakeClock())
+    before = populate(store, pods, nodes, report)
+    print("memory adapter:")
+    bench_memory(store, pods, nodes, before, report)
+    print("http adapter (memory store served on 127.0.0.1):")
+    bench_http(store, pods, before, report)
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,8 +57,12 @@ ENI_MAX_PODS = ((2, 29), (8, 58), (48, 234), (10**6, 737))
 def _pod(index: int, rng: random.Random, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
     requests = {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMORIES)}
     return {
-        "metadata": {"name": f"pod-{index}", "namespace": "default", "uid": f"uid-{index}",
-                     "labels": labels},
+        "metadata": {
+            "name": f"pod-{index}",
+            "namespace": "default",
+            "uid": f"uid-{index}",
+            "labels": labels,
+        },
         "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec},
     }
 
@@ -73,8 +77,12 @@ def _plain(index: int, rng: random.Random) -> dict[str, Any]:
 
 def _spread(key: str) -> Callable[[int, random.Random], dict[str, Any]]:
     def make(index: int, rng: random.Random) -> dict[str, Any]:
-        constraint = {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
-                      "labelSelector": {"matchLabels": _random_labels(rng)}}
+        constraint = {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": _random_labels(rng)},
+        }
         return _pod(index, rng, _random_labels(rng), topologySpreadConstraints=[constraint])
 
     return make
@@ -113,8 +121,10 @@ def mixed_pods(count: int, seed: int = 42) -> list[dict[str, Any]]:
 
 def nodepool() -> NodePool:
     return NodePool.from_dict(
-        {"metadata": {"name": "default"},
-         "spec": {"template": {"spec": {"nodeClassRef": {"name": "default"}}}}}
+        {
+            "metadata": {"name": "default"},
+            "spec": {"template": {"spec": {"nodeClassRef": {"name": "default"}}}},
+        }
     )
 
 
@@ -153,19 +163,30 @@ def aws_instance_types() -> list[InstanceType]:
         mib = vcpus * FAMILIES[family] * 1024
         max_pods = next(pods for most, pods in ENI_MAX_PODS if vcpus <= most)
         memory_mib = mib - math.ceil(mib * 0.075)  # VM overhead
-        capacity = {"cpu": vcpus * 1000, "memory": memory_mib * 2**20 * 1000,
-                    "pods": max_pods * 1000}
+        capacity = {
+            "cpu": vcpus * 1000,
+            "memory": memory_mib * 2**20 * 1000,
+            "pods": max_pods * 1000,
+        }
         overhead = Overhead(
-            kube_reserved={"cpu": kube_reserved_cpu_milli(vcpus),
-                           "memory": (11 * max_pods + 255) * 2**20 * 1000},
+            kube_reserved={
+                "cpu": kube_reserved_cpu_milli(vcpus),
+                "memory": (11 * max_pods + 255) * 2**20 * 1000,
+            },
             eviction_threshold={"memory": 100 * 2**20 * 1000},
         )
         offerings = [Offering(zone, wk.CAPACITY_TYPE_ON_DEMAND, price) for zone in DEFAULT_ZONES]
-        labels = {**wk.instance_type_labels(name), wk.ARCH: "amd64", wk.OS: "linux",
-                  wk.INSTANCE_CPU: str(vcpus)}
+        labels = {
+            **wk.instance_type_labels(name),
+            wk.ARCH: "amd64",
+            wk.OS: "linux",
+            wk.INSTANCE_CPU: str(vcpus),
+        }
         requirements = Requirements(Requirement.new(k, IN, [v]) for k, v in labels.items())
-        requirements.add(Requirement.new(wk.ZONE, IN, list(DEFAULT_ZONES)),
-                         Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_ON_DEMAND]))
+        requirements.add(
+            Requirement.new(wk.ZONE, IN, list(DEFAULT_ZONES)),
+            Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_ON_DEMAND]),
+        )
         types.append(InstanceType(name, requirements, offerings, capacity, overhead))
     return types
 
@@ -198,15 +219,19 @@ def _timed(pods: list[dict[str, Any]], types: list[InstanceType]) -> tuple[float
     return time.perf_counter() - start, plan
 
 
-def throughput(label: str, make: Callable[[int], list[dict[str, Any]]],
-               types: list[InstanceType]) -> dict[int, tuple[float, int, int]]:
+def throughput(
+    label: str, make: Callable[[int], list[dict[str, Any]]], types: list[InstanceType]
+) -> dict[int, tuple[float, int, int]]:
     results = {}
     for size in SIZES:
         seconds, plan = _timed(make(size), types)
         rate = size / seconds
         results[size] = (rate, len(plan.nodeclaims), len(plan.unplaceable))
-        print(f"  {label:6} {size:6d} pods: {seconds:7.2f} s {rate:9.0f} pods/s "
-              f"{len(plan.nodeclaims):5d} nodes {len(plan.unplaceable):3d} unplaced", flush=True)
+        print(
+            f"  {label:6} {size:6d} pods: {seconds:7.2f} s {rate:9.0f} pods/s "
+            f"{len(plan.nodeclaims):5d} nodes {len(plan.unplaceable):3d} unplaced",
+            flush=True,
+        )
     return results
 
 
@@ -218,8 +243,10 @@ def cost_quality(label: str, pods: list[dict[str, Any]], types: list[InstanceTyp
     )
     bound = fractional_lower_bound(types, total["cpu"], total["memory"])
     ratio = plan.price / bound
-    print(f"  {label:22} {len(pods):5d} pods: ${plan.price:8.3f}/h vs bound ${bound:8.3f}/h "
-          f"= {ratio:.3f} ({len(plan.nodeclaims)} nodes, {len(plan.unplaceable)} unplaced)")
+    print(
+        f"  {label:22} {len(pods):5d} pods: ${plan.price:8.3f}/h vs bound ${bound:8.3f}/h "
+        f"= {ratio:.3f} ({len(plan.nodeclaims)} nodes, {len(plan.unplaceable)} unplaced)"
+    )
     return ratio
 
 
@@ -239,8 +266,10 @@ def main() -> int:
         failures.append(f"mixed 20,000 took {20000 / mixed[20000][0]:.0f} s")
     aws = aws_instance_types()
     print(f"cost quality ({len(aws)} AWS c/m/r 5th-7th gen types, on-demand us-east-1 prices)")
-    for label, pods in (("plain mixed sizes", plain_pods(2000)),
-                        ("five-way mix", mixed_pods(2000))):
+    for label, pods in (
+        ("plain mixed sizes", plain_pods(2000)),
+        ("five-way mix", mixed_pods(2000)),
+    ):
         ratio = cost_quality(label, pods, aws)
         if ratio > COST_TARGET:
             failures.append(f"cost ratio {ratio:.3f} > {COST_TARGET} on {label}")

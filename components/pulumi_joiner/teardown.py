@@ -90,7 +90,10 @@ def _delete_instance_profiles(iam: Any, cluster_name: str) -> list[str]:
     for page in iam.get_paginator("list_instance_profiles").paginate():
         for profile in page["InstanceProfiles"]:
             name = profile["InstanceProfileName"]
-            tags = iam.list_instance_profile_tags(InstanceProfileName=name)["Tags"]
+            # Listing omits tags; GetInstanceProfile has them.
+            tags = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"].get(
+                "Tags", []
+            )
             if not _owned_by(tags, cluster_name):
                 continue
             for role in profile.get("Roles", []):

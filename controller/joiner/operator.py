@@ -13,6 +13,11 @@ from joiner.api import labels as wk
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers import garbagecollection
+from joiner.controllers.disruption import controller as disruption
+from joiner.controllers.disruption.conditions import DisruptionConditions
+from joiner.controllers.disruption.expiration import Expiration
+from joiner.controllers.disruption.methods import ConsolidationOptions
+from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.garbagecollection import GarbageCollection
 from joiner.controllers.lifecycle import NodeClaimLifecycle
 from joiner.controllers.nodeclass import NodeClassStatus, Resolver
@@ -31,6 +36,7 @@ class OperatorOptions:
     batch_idle: float = 1.0
     batch_max: float = 10.0
     events_namespace: str = "default"
+    spot_to_spot_consolidation: bool = False
 
 
 def validate_nothing(obj: dict) -> list:
@@ -65,7 +71,22 @@ class Operator:
         self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
         self.nodeclass_status = NodeClassStatus(kube, resolve_nodeclass)
         self.gc = GarbageCollection(kube, self.state, cloud, clock)
+        self.expiration = Expiration(kube, clock, self.recorder, self.metrics)
+        self.disruption_conditions = DisruptionConditions(kube, self.state, cloud, clock)
+        self.orchestrator = Orchestrator(kube, self.state, clock, self.recorder, self.metrics)
+        self.disruption = disruption.Disruption(
+            self.state,
+            cloud,
+            clock,
+            self.provisioner,
+            self.orchestrator,
+            lambda key: self.manager.enqueue(self.orchestrator.name, key),
+            ConsolidationOptions(spot_to_spot=options.spot_to_spot_consolidation),
+        )
         for reconciler in (
+            self.expiration,
+            self.disruption_conditions,
+            self.orchestrator,
             self.provisioner,
             self.lifecycle,
             self.termination,
@@ -75,6 +96,7 @@ class Operator:
         ):
             self.manager.register(reconciler)
         self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
+        self.manager.register(self.disruption, initial_keys=[disruption.KEY])
 
     # --- feeding -------------------------------------------------------------
 
@@ -99,6 +121,22 @@ class Operator:
     def _on_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type != "DELETED" and self.provisioner.on_pod(obj):
             self.manager.enqueue(self.provisioner.name, BATCH_KEY)
+        node = (obj.get("spec") or {}).get("nodeName")
+        claim = self._claim_of_node(node) if node else None
+        if claim is not None:
+            self.manager.enqueue(self.disruption_conditions.name, claim)
+
+    def _claim_of_node(self, node_name: str) -> str | None:
+        state_node = self.state.nodes.get(node_name)
+        provider_id = ((state_node or {}).get("spec") or {}).get("providerID")
+        return next(
+            (
+                c.name
+                for c in self.state.nodeclaims.values()
+                if provider_id and c.status.provider_id == provider_id
+            ),
+            None,
+        )
 
     def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -112,6 +150,8 @@ class Operator:
             self.manager.enqueue(self.termination.name, name)
         else:
             self.manager.enqueue(self.lifecycle.name, name)
+            self.manager.enqueue(self.expiration.name, name)
+            self.manager.enqueue(self.disruption_conditions.name, name)
 
     def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type == "DELETED":
@@ -125,8 +165,12 @@ class Operator:
                 self.manager.enqueue((queue or self.lifecycle).name, claim.name)
 
     def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
         if event_type != "DELETED":
-            self.manager.enqueue(self.nodepool_status.name, obj["metadata"]["name"])
+            self.manager.enqueue(self.nodepool_status.name, name)
+        for claim in self.state.nodeclaims.values():
+            if claim.nodepool == name:  # drift and consolidateAfter follow the pool
+                self.manager.enqueue(self.disruption_conditions.name, claim.name)
         self._reprovision()
 
     def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
@@ -136,6 +180,9 @@ class Operator:
         for pool in self.state.nodepools.values():
             if pool.template.node_class_ref.name == name:
                 self.manager.enqueue(self.nodepool_status.name, pool.name)
+        for claim in self.state.nodeclaims.values():
+            if claim.node_class_ref.name == name:
+                self.manager.enqueue(self.disruption_conditions.name, claim.name)
         self._reprovision()
 
     def _reprovision(self) -> None:
@@ -144,4 +191,3 @@ class Operator:
             if self.provisioner.on_pod(pod):
                 self.manager.enqueue(self.provisioner.name, BATCH_KEY)
                 return
-

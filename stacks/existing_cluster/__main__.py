@@ -18,7 +18,6 @@ of the stack that created it (joiner:clusterStack); explicit config wins.
 """
 
 import pulumi
-
 from pulumi_joiner import Autoscaler
 from pulumi_joiner.stack_config import CONFIG_NAMESPACE, node_pools_from_config
 

@@ -9,7 +9,6 @@ with Joiner on it. Configuration (all under `joiner:` but aws:region):
 """
 
 import pulumi
-
 from pulumi_joiner import Cluster
 from pulumi_joiner.stack_config import CONFIG_NAMESPACE, node_pools_from_config, optional_settings
 

@@ -121,7 +121,19 @@ INVOKES: dict[str, dict[str, Any]] = {
 }
 
 
+# What a referenced cluster stack (stacks/new_cluster) exports, for StackReference mocks.
+REFERENCED_STACK_OUTPUTS = {
+    "clusterName": "referenced",
+    "clusterEndpoint": CLUSTER_ENDPOINT,
+    "oidcProviderArn": OIDC_PROVIDER_ARN,
+    "oidcProviderUrl": f"https://{OIDC_ISSUER}",
+    "kubeconfig": json.dumps({"clusters": [{"cluster": {"server": CLUSTER_ENDPOINT}}]}),
+}
+
+
 def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    if type_token == "pulumi:pulumi:StackReference":
+        return {"outputs": REFERENCED_STACK_OUTPUTS, "secretOutputNames": []}
     if type_token == "eks:index:Cluster":
         return {
             "kubeconfigJson": json.dumps(
@@ -156,21 +168,29 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.program = program
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            self.program.resources.append(
-                Registered(
-                    type=request.type,
-                    name=request.name,
-                    inputs=rpc.deserialize_properties(request.object),
-                    urn=response.urn,
-                    parent=request.parent,
-                    dependencies=list(request.dependencies),
-                    custom=request.custom,
-                )
-            )
+            self._record(request, request.object, response.urn, request.custom)
         return response
+
+    def ReadResource(self, request: Any) -> Any:
+        response = super().ReadResource(request)
+        self._record(request, request.properties, response.urn, custom=True)
+        return response
+
+    def _record(self, request: Any, properties: Any, urn: str, custom: bool) -> None:
+        self.program.resources.append(
+            Registered(
+                type=request.type,
+                name=request.name,
+                inputs=rpc.deserialize_properties(properties),
+                urn=urn,
+                parent=request.parent,
+                dependencies=list(request.dependencies),
+                custom=custom,
+            )
+        )
 
 
 def run_program(

@@ -4,9 +4,8 @@ import json
 
 import pulumi
 import pytest
-from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION
-
 from joiner.infra.iam import ControllerPolicyParams, controller_policy
+from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION
 from pulumi_joiner import ControllerRole
 
 NODE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/demo-node"

@@ -5,7 +5,6 @@ import json
 from fnmatch import fnmatchcase
 
 import pytest
-
 from joiner.cli import main
 from joiner.infra.iam import (
     ControllerPolicyParams,
@@ -172,7 +171,7 @@ def test_launch_with_the_clusters_tags_is_allowed(policy):
     )
     ami = f"arn:aws:ec2:{REGION}::image/ami-1"
     assert allowed(policy, "ec2:RunInstances", ami)
-    assert not allowed(policy, "ec2:RunInstances", f"arn:aws:ec2:eu-west-1::image/ami-1")
+    assert not allowed(policy, "ec2:RunInstances", "arn:aws:ec2:eu-west-1::image/ami-1")
 
 
 def test_tagging_only_at_creation_or_limited_keys_on_owned_instances(policy):

@@ -4,9 +4,8 @@ import json
 
 import pulumi
 import pytest
-from pulumi_harness import ACCOUNT, REGION
-
 from joiner.infra.events import INTERRUPTION_EVENT_PATTERNS
+from pulumi_harness import ACCOUNT, REGION
 from pulumi_joiner import InterruptionQueue, NodeRole
 
 MANAGED = [

@@ -58,6 +58,7 @@ EVICTION_SIGNALS = (
     "imagefs.inodesFree",
     "pid.available",
 )
+MAX_TAINTS = 50
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 EVICTION_THRESHOLD = (
@@ -69,8 +70,12 @@ EVICTION_THRESHOLD = (
 MIN_VOLUME_BYTES, MAX_VOLUME_BYTES = 2**30, 64 * 2**40
 
 
+def _cel_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _cel_list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+    return "[" + ", ".join(_cel_string(v) for v in values) + "]"
 
 
 # -- label keys a NodePool may not use ---------------------------------------------------------
@@ -84,10 +89,6 @@ class _KeyCheck:
     cel: Callable[[str], str]
     message: str
     ok: Callable[[str], bool]
-
-
-def _cel_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _domain_regex(domains: Iterable[str]) -> str:
@@ -421,10 +422,13 @@ def nodeclaim_spec(for_template: bool) -> Schema:
             {"requests": map_of(quantity(), "Requested resources.")},
         )
     properties |= {
-        "taints": array(taint(), "Taints every node gets."),
+        # The duplicate-taint rule compares every pair: bounded lists keep its CEL cost
+        # within the API server's budget.
+        "taints": array(taint(), "Taints every node gets.", max_items=MAX_TAINTS),
         "startupTaints": array(
             taint(),
             "Taints a node starts with and something else removes; pods need not tolerate them.",
+            max_items=MAX_TAINTS,
         ),
         "expireAfter": _duration(
             "Node lifetime before it is replaced; Never keeps nodes.",
@@ -526,7 +530,8 @@ def _at_least_one(fields: tuple[str, ...], what: str) -> Rule:
 
 def _exclusive(field: str, what: str) -> Rule:
     return Rule(
-        f"'{field}' is mutually exclusive, cannot be set with other fields in a {what}",
+        f"'{field}' is mutually exclusive, cannot be set with other fields in "
+        f"{'an' if what[0] in 'AEIOU' else 'a'} {what}",
         lambda term: field not in term or len(term) == 1,
         cel=f"!has(self.{field}) || size(self) == 1",
     )

@@ -334,16 +334,24 @@ class Requirements(Mapping[str, Requirement]):
     def intersects(self, other: Requirements) -> str | None:
         """None when every shared key can be satisfied by both sides (a common value, or
         both accept a node without the label), else the first conflict."""
+        key = self._first_conflict(other)
+        if key is None:
+            return None
+        return f"key {key}: {_describe(other._by_key[key])} not in {_describe(self._by_key[key])}"
+
+    def is_intersecting(self, other: Requirements) -> bool:
+        """``intersects(other) is None`` without composing a message (hot in scheduling)."""
+        mine, theirs = self._by_key, other._by_key
+        return all(_jointly_satisfiable(mine[k], theirs[k]) for k in mine.keys() & theirs.keys())
+
+    def _first_conflict(self, other: Requirements) -> str | None:
         mine, theirs = self._by_key, other._by_key
         conflicts = [
             key
             for key in mine.keys() & theirs.keys()
             if not _jointly_satisfiable(mine[key], theirs[key])
         ]
-        if not conflicts:
-            return None
-        key = min(conflicts)
-        return f"key {key}: {_describe(theirs[key])} not in {_describe(mine[key])}"
+        return min(conflicts, default=None)
 
     def compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS
@@ -354,16 +362,25 @@ class Requirements(Mapping[str, Requirement]):
         is satisfied without the label (NotIn / DoesNotExist). Well-known keys may be
         undefined.
         """
-        for key in sorted(other._by_key.keys() - self._by_key.keys()):
-            if key in allow_undefined or other._by_key[key].allows_absence():
-                continue
+        key = self._first_undefined(other, allow_undefined)
+        if key is not None:
             return f"label {key!r} does not have known values"
         return self.intersects(other)
 
     def is_compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = wk.WELL_KNOWN_LABELS
     ) -> bool:
-        return self.compatible(other, allow_undefined) is None
+        """``compatible(...) is None`` without composing a message."""
+        return self._first_undefined(other, allow_undefined) is None and self.is_intersecting(other)
+
+    def _first_undefined(self, other: Requirements, allow_undefined: frozenset[str]) -> str | None:
+        """The first custom key ``other`` needs that is not defined here."""
+        missing = [
+            key
+            for key in other._by_key.keys() - self._by_key.keys()
+            if key not in allow_undefined and not other._by_key[key].allows_absence()
+        ]
+        return min(missing, default=None)
 
     def satisfied_by_labels(self, node_labels: Mapping[str, str]) -> bool:
         """True when a node with exactly these labels meets every requirement

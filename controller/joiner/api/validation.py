@@ -100,9 +100,10 @@ def validate_update(old: Any, new: Any) -> list[FieldError]:
 def validate_value(schema: Schema, value: Any, path: str = "") -> list[FieldError]:
     """Schema errors, then every rule. A rule that cannot read malformed data (already
     reported below its node) is skipped; on well-formed data it must not fail."""
-    errors = schema_errors(schema, value, path)
+    nodes = list(walk(schema, value, path))
+    errors = [error for node, val, at in nodes for error in _local_errors(node, val, at)]
     failed = [error.path for error in errors]
-    for node, val, at in walk(schema, value, path):
+    for node, val, at in nodes:
         if node.rules:
             errors.extend(_rule_errors(node, val, at, is_malformed(failed, at)))
     return errors
@@ -126,18 +127,30 @@ def is_malformed(error_paths: list[str], path: str) -> bool:
 
 
 def walk(schema: Schema, value: Any, path: str = "") -> Iterator[tuple[Schema, Any, str]]:
-    """Every (schema node, value, path) pair of ``value``, parents first. Descends only
-    where the value has the node's container type."""
-    yield schema, value, path
+    """Every (schema node, value, path) pair of ``value``, parents first, in document order."""
+    pending = [(schema, value, path)]
+    while pending:
+        node, node_value, node_path = pending.pop()
+        yield node, node_value, node_path
+        children = [(c, v, p) for c, _, v, p in _children(node, node_value, node_path)]
+        pending.extend(reversed(children))
+
+
+def _children(
+    schema: Schema, value: Any, path: str
+) -> Iterator[tuple[Schema, str | int, Any, str]]:
+    """(schema, key, value, path) of the direct children the schema describes: fields,
+    map entries (``labels[team]``) and list items. Nothing where the value has the wrong
+    container type (that is a type error, reported on the node itself)."""
     if schema.type == "object" and isinstance(value, dict) and not schema.free_form:
-        for name, child in value.items():
-            sub = schema.properties.get(name) if schema.properties else schema.values
-            if sub is not None:
-                suffix = f"[{name}]" if schema.values is not None else f".{name}"
-                yield from walk(sub, child, _join(path, suffix))
+        for name, child_value in value.items():
+            if schema.values is not None:
+                yield schema.values, name, child_value, f"{path}[{name}]"
+            elif name in schema.properties:
+                yield schema.properties[name], name, child_value, _join(path, f".{name}")
     elif schema.type == "array" and isinstance(value, list) and schema.items is not None:
         for index, item in enumerate(value):
-            yield from walk(schema.items, item, f"{path}[{index}]")
+            yield schema.items, index, item, f"{path}[{index}]"
 
 
 def _local_errors(schema: Schema, value: Any, path: str) -> list[FieldError]:
@@ -256,12 +269,11 @@ def _transition_errors(schema: Schema, old: Any, new: Any, path: str) -> Iterato
     for rule in schema.rules:
         if rule.transition and not _safe_holds(rule, old, new):
             yield FieldError(_join(path, rule.field_path), rule.message)
-    if schema.type == "object" and isinstance(old, dict) and isinstance(new, dict):
-        for name in old.keys() & new.keys():
-            sub = schema.properties.get(name) if schema.properties else schema.values
-            if sub is not None:
-                suffix = f"[{name}]" if schema.values is not None else f".{name}"
-                yield from _transition_errors(sub, old[name], new[name], _join(path, suffix))
+    if not isinstance(old, dict):
+        return  # list items have no identity across versions (no listType=map here)
+    for child, key, value, child_path in _children(schema, new, path):
+        if key in old:
+            yield from _transition_errors(child, old[key], value, child_path)
 
 
 def _safe_holds(rule: Rule, old: Any, new: Any) -> bool:
@@ -273,17 +285,14 @@ def _safe_holds(rule: Rule, old: Any, new: Any) -> bool:
 
 
 def _default(schema: Schema, value: Any) -> None:
+    """Set absent defaulted fields in place, then default inside every child (including
+    the defaults just set, as the API server does)."""
     if schema.type == "object" and isinstance(value, dict) and not schema.free_form:
         for name, child in schema.properties.items():
             if name not in value and child.has_default:
                 value[name] = copy.deepcopy(child.default)
-        for name, child_value in value.items():
-            sub = schema.properties.get(name) if schema.properties else schema.values
-            if sub is not None:
-                _default(sub, child_value)
-    elif schema.type == "array" and isinstance(value, list) and schema.items is not None:
-        for item in value:
-            _default(schema.items, item)
+    for child, _, child_value, _ in _children(schema, value, ""):
+        _default(child, child_value)
 
 
 # -- small helpers ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import is_true
+from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
@@ -159,7 +160,8 @@ class Provisioner:
 
     def _create_nodeclaim(self, plan: NodeClaimPlan) -> dict[str, Any]:
         pool = self.state.nodepools[plan.nodepool]
-        manifest = nodeclaim_manifest(pool, plan)
+        nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)
+        manifest = nodeclaim_manifest(pool, plan, nodeclass)
         created = self.kube.create(manifest)
         self.metrics.nodeclaims_created.labels(plan.nodepool, "provisioning").inc()
         log.info(
@@ -174,9 +176,15 @@ class Provisioner:
         return created
 
 
-def nodeclaim_manifest(pool: NodePool, plan: NodeClaimPlan) -> dict[str, Any]:
-    """The NodeClaim for one plan entry: the pool's template plus what the plan decided."""
+def nodeclaim_manifest(
+    pool: NodePool, plan: NodeClaimPlan, nodeclass: EC2NodeClass | None
+) -> dict[str, Any]:
+    """The NodeClaim for one plan entry: the pool's template plus what the plan decided,
+    stamped with the pool's and node class's hashes for drift detection."""
     template = pool.template
+    hashes = {wk.NODEPOOL_HASH: pool.template_hash()}
+    if nodeclass is not None:
+        hashes[wk.EC2NODECLASS_HASH] = nodeclass.static_hash()
     labels = {
         **template.labels,
         **plan.labels,

@@ -319,7 +319,9 @@ class KubeHTTPServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
     def start(self) -> KubeHTTPServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="kube-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name="kube-http", daemon=True
+        )
         self._thread.start()
         return self
 

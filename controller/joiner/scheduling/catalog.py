@@ -112,7 +112,7 @@ class PoolCatalog:
 
     def label_compatible(self, requirements: Requirements) -> np.ndarray:
         return np.array(
-            [it.requirements.intersects(requirements) is None for it in self.types], dtype=bool
+            [it.requirements.is_intersecting(requirements) for it in self.types], dtype=bool
         ).reshape(len(self.types))
 
     # --- daemonsets -------------------------------------------------------------------

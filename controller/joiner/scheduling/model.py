@@ -31,6 +31,7 @@ NO_INSTANCE_TYPE = "no compatible instance type"
 NO_OFFERING = "no compatible offering"
 MIN_VALUES = "minValues"
 NO_NODEPOOL = "no nodepool"
+INVALID_SPEC = "invalid pod spec"
 
 
 @dataclass(slots=True)

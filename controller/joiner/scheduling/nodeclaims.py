@@ -10,6 +10,7 @@ from joiner.api import labels as wk
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.scheduling.catalog import PoolCatalog
 from joiner.scheduling.model import NodeClaimPlan
+from joiner.scheduling.topology import TopologyGroup
 
 MAX_INSTANCE_TYPES = 60  # candidates sent to the launch [SPEC 3.10]
 
@@ -22,6 +23,7 @@ class Draft:
         "count",
         "hostname",
         "idx",
+        "pending",
         "pods",
         "pool",
         "ports",
@@ -47,6 +49,8 @@ class Draft:
         self.used = pool.daemon_overhead.copy()
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
+        # matching pods per topology group not yet counted: their domain is still open
+        self.pending: dict[TopologyGroup, int] = {}
         self.ports: set[tuple[str, str, int]] = set()
         self.room: list[int] = self._room()
 

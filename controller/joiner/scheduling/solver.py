@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import operator
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -218,16 +219,14 @@ class _Solver:
         self.nodes = [self._node_target(n) for n in live]
         self.topology = Topology(self._domain_sources, live)
         self._record_existing_anti_affinity(live)
-        for group in self.groups:
-            group.constraints = build_constraints(
-                group.first, group.volumes.requirements, self.topology
-            )
+        self.groups = [g for g in self.groups if self._constrain(g)]
         for group in self.groups:
             group.selecting = self.topology.selecting(group.namespace, group.labels)
             group.selecting_anti = [g for g in group.selecting if g.kind == ANTI_AFFINITY]
         self.drafts: list[Draft] = []
         self.placed = 0
         self._compatible: dict[tuple[str, str], str | None] = {}
+        self._node_reasons: dict[int, Rejection] = {}  # last refusal per node, this group
         self._merged: dict[tuple[str, str], tuple[Requirements, str]] = {}
         self._pool_base: dict[tuple, Rejection | tuple[Requirements, str, np.ndarray]] = {}
         self._usage = self._pool_usage()
@@ -242,18 +241,32 @@ class _Solver:
         groups = []
         for members in by_signature.values():
             members.sort(key=_pod_order)
-            volumes = pod_volumes(members[0], self.snapshot.volumes)
-            if volumes.error:
-                for pod in members:
-                    key = m.pod_key(pod)
-                    plan.unplaceable[key] = Unplaceable(key, m.VOLUME_ZONES, volumes.error)
+            try:
+                volumes = pod_volumes(members[0], self.snapshot.volumes)
+                requests = pod_requests(members[0], self.snapshot.runtime_classes)
+                group = _Group(members, requests, volumes)
+            except (ValueError, TypeError, KeyError) as error:
+                _refuse(plan, members, m.INVALID_SPEC, f"resources or ports: {error}")
                 continue
-            group = _Group(
-                members, pod_requests(members[0], self.snapshot.runtime_classes), volumes
-            )
+            if volumes.error:
+                _refuse(plan, members, m.VOLUME_ZONES, volumes.error)
+                continue
             groups.append(group)
         groups.sort(key=lambda g: g.sort_key)
         return groups, plan
+
+    def _constrain(self, group: _Group) -> bool:
+        """Builds the group's constraints; a malformed spec makes its pods unplaceable."""
+        try:
+            group.constraints = build_constraints(
+                group.first, group.volumes.requirements, self.topology
+            )
+        except (ValueError, TypeError, KeyError) as error:
+            message = f"nodeSelector, affinity or topologySpreadConstraints: {error}"
+            for key in group.keys:
+                self.plan.unplaceable[key] = Unplaceable(key, m.INVALID_SPEC, message)
+            return False
+        return True
 
     def _dimensions(self) -> Dimensions:
         names = {res.CPU: None, res.MEMORY: None, res.PODS: None}
@@ -375,6 +388,7 @@ class _Solver:
     def _place(
         self, group: _Group, constraints: PodConstraints, members: list[int]
     ) -> tuple[list[int], Rejection | None]:
+        self._node_reasons = {}
         if constraints.topology or group.ports or group.volumes.usage:
             return self._place_each(group, constraints, members)
         remaining = self._fill_nodes(group, constraints, members)
@@ -410,8 +424,9 @@ class _Solver:
         heap: list[tuple[int, int, int]] = [(d.count, i, -1) for i, d in enumerate(self.drafts)]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
-        taken: dict[int, int] = {}
-        for _ in range(len(members)):
+        taken: dict[int, list[int]] = {}
+        placed = 0
+        for member in members:
             while heap and heap[0][2] == -1:  # room not known yet
                 pods, i, _unknown = heapq.heappop(heap)
                 fit = self._check_draft(self.drafts[i], group, constraints, len(members))
@@ -421,14 +436,13 @@ class _Solver:
             if not heap:
                 break
             pods, i, room = heapq.heappop(heap)
-            taken[i] = taken.get(i, 0) + 1
+            taken.setdefault(i, []).append(member)
+            placed += 1
             if room > 1:
                 heapq.heappush(heap, (pods + 1, i, room - 1))
         for i in sorted(taken):
-            count = taken[i]
-            self._commit(self.drafts[i], group, constraints, fits[i], members[:count])
-            members = members[count:]
-        return members
+            self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
+        return members[placed:]
 
     def _place_each(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -481,6 +495,14 @@ class _Solver:
         return self._check_node(target, group, constraints, limit)
 
     def _check_node(
+        self, target: _Node, group: _Group, constraints: PodConstraints, limit: int
+    ) -> _Fit | Rejection:
+        fit = self._node_fit(target, group, constraints, limit)
+        if isinstance(fit, Rejection):
+            self._node_reasons[id(target)] = fit
+        return fit
+
+    def _node_fit(
         self, target: _Node, group: _Group, constraints: PodConstraints, limit: int
     ) -> _Fit | Rejection:
         free = target.free
@@ -540,7 +562,9 @@ class _Solver:
                 return Rejection(m.NODE_AFFINITY, why, True)
             requirements, signature = self._merge(draft, constraints)
         if constraints.topology or group.selecting_anti:
-            domains = self._topology(group, constraints, _draft_domains(draft, requirements))
+            domains = self._topology(
+                group, constraints, _draft_domains(draft, requirements), draft.pending
+            )
             if isinstance(domains, Rejection):
                 return domains
             pinned = _pin(requirements, domains, constraints)
@@ -593,10 +617,15 @@ class _Solver:
         return found
 
     def _topology(
-        self, group: _Group, constraints: PodConstraints, domains_of: Any
+        self,
+        group: _Group,
+        constraints: PodConstraints,
+        domains_of: Any,
+        pending: Mapping[TopologyGroup, int] | None = None,
     ) -> dict[str, list[str]] | Rejection:
         """Allowed domains per topology key for one more pod of ``group`` on a target
-        whose possible domains are ``domains_of(key)``."""
+        whose possible domains are ``domains_of(key)`` and that holds ``pending`` matching
+        pods not yet counted in any domain."""
         allowed: dict[str, list[str]] = {}
         topology = self.topology
         for tg in constraints.topology:
@@ -611,7 +640,11 @@ class _Solver:
                 else frozenset()
             )
             result = topology.allowed(
-                tg, candidates, tg.selects(group.namespace, group.labels), eligible
+                tg,
+                candidates,
+                tg.selects(group.namespace, group.labels),
+                eligible,
+                pending.get(tg, 0) if pending else 0,
             )
             if isinstance(result, Rejection):
                 return result
@@ -652,6 +685,9 @@ class _Solver:
         taint = untolerated(group.tolerations, pool.taints, constraints.honor_prefer_no_schedule)
         if taint is not None:
             return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+        conflict = _volume_conflict(constraints)
+        if conflict is not None:
+            return Rejection(m.VOLUME_ZONES, conflict, True)
         why = pool.requirements.compatible(constraints.requirements)
         if why is not None:
             volume_only = pool.requirements.compatible(constraints.node_requirements) is None
@@ -675,7 +711,7 @@ class _Solver:
         self, group: _Group, constraints: PodConstraints, limit: int
     ) -> tuple[Draft, _Fit] | Rejection:
         if not self.pools:
-            return Rejection(m.NO_NODEPOOL, "no nodepool can launch nodes", True)
+            return self._no_pool_rejection()
         reasons: list[tuple[str, Rejection]] = []
         for pool in self.pools:
             made = self._try_pool(pool, group, constraints, limit)
@@ -687,6 +723,15 @@ class _Solver:
         constraint = reasons[0][1].constraint
         message = "; ".join(f"nodepool {name!r}: {r.message}" for name, r in reasons)
         return Rejection(constraint, message, True)
+
+    def _no_pool_rejection(self) -> Rejection:
+        """Without pools, why the nodes refused (kube-scheduler style counts)."""
+        if not self._node_reasons:
+            return Rejection(m.NO_NODEPOOL, "no nodepool can launch nodes", True)
+        counts = Counter(r.constraint for r in self._node_reasons.values())
+        summary = ", ".join(f"{n} {constraint}" for constraint, n in counts.most_common())
+        message = f"0/{len(self.nodes)} nodes are available: {summary}"
+        return Rejection(counts.most_common(1)[0][0], message, True)
 
     def _try_pool(
         self, pool: PoolCatalog, group: _Group, constraints: PodConstraints, limit: int
@@ -753,6 +798,8 @@ class _Solver:
             keep = fit.idx[fit.counts >= count]
             target.add(fit.requirements, fit.signature, keep, group.vector, keys)
             target.ports |= group.ports
+            if target.pending:
+                self.topology.settle(target.pending, target.domains)
         else:
             for d, amount in group.wanted:
                 target.free[d] -= amount * count
@@ -761,7 +808,8 @@ class _Solver:
                 target.volumes.setdefault(driver, set()).update(ids)
             for key in keys:
                 self.plan.existing[key] = target.node.name
-        self.topology.record(group.selecting, target.domains, count)
+        pending = target.pending if isinstance(target, Draft) else None
+        self.topology.record(group.selecting, target.domains, count, pending)
         for tg in constraints.required_topology:
             if tg.kind == ANTI_AFFINITY:
                 self.topology.record_owner(tg, target.domains(tg.key), count)
@@ -769,6 +817,21 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+
+
+def _refuse(plan: Plan, pods: Sequence[Pod], constraint: str, message: str) -> None:
+    for pod in pods:
+        key = m.pod_key(pod)
+        plan.unplaceable[key] = Unplaceable(key, constraint, message)
+
+
+def _volume_conflict(constraints: PodConstraints) -> str | None:
+    """Why the volumes' topology cannot meet the pod's own node requirements, if so."""
+    for key, requirement in constraints.volume_requirements.items():
+        merged = constraints.requirements.get(key)
+        if merged is not None and merged.is_unsatisfiable() and not requirement.is_unsatisfiable():
+            return f"volume topology on {key} conflicts with the pod's node affinity"
+    return None
 
 
 def _draft_domains(draft: Draft, requirements: Requirements) -> Any:

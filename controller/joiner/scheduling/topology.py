@@ -185,10 +185,12 @@ class Topology:
         candidates: Sequence[str],
         self_match: bool,
         eligible: frozenset[str],
+        pending: int = 0,
     ) -> list[str] | Rejection:
-        """The candidate domains a pod owning ``group`` may go to."""
+        """The candidate domains a pod owning ``group`` may go to; ``pending`` matching
+        pods already on the target land in the same domain."""
         if group.kind == SPREAD:
-            return self._allowed_spread(group, candidates, self_match, eligible)
+            return self._allowed_spread(group, candidates, int(self_match) + pending, eligible)
         counts = group.counts
         if group.kind == AFFINITY:
             allowed = [d for d in candidates if counts.get(d, 0) > 0]
@@ -210,7 +212,7 @@ class Topology:
         self,
         group: TopologyGroup,
         candidates: Sequence[str],
-        self_match: bool,
+        step: int,
         eligible: frozenset[str],
     ) -> list[str] | Rejection:
         counts = group.counts
@@ -219,7 +221,6 @@ class Topology:
             floor = 0  # a new node is always an empty hostname domain
         else:
             floor = min((counts.get(d, 0) for d in eligible), default=0)
-        step = 1 if self_match else 0
         allowed = [
             d
             for d in candidates
@@ -243,17 +244,31 @@ class Topology:
         return {g.key for g in selecting_anti if g.owners}
 
     def record(
-        self, selecting: Sequence[TopologyGroup], domain_of: Callable[[str], list[str]], count: int
+        self,
+        selecting: Sequence[TopologyGroup],
+        domain_of: Callable[[str], list[str]],
+        count: int,
+        pending: dict[TopologyGroup, int] | None = None,
     ) -> None:
         """Count ``count`` pods placed on a target whose possible domains per key are
-        ``domain_of(key)``: spread/affinity only where the domain is known; anti-affinity in
-        every possible domain (the pod may land in any of them)."""
+        ``domain_of(key)``: anti-affinity in every possible domain (the pod may land in any
+        of them); spread and affinity where the domain is known, else in ``pending`` until
+        the target is pinned to one domain (see ``settle``)."""
         for group in selecting:
             domains = domain_of(group.key)
             if group.kind != ANTI_AFFINITY and len(domains) != 1:
+                if pending is not None:
+                    pending[group] = pending.get(group, 0) + count
                 continue
             for domain in domains:
                 group.counts[domain] = group.counts.get(domain, 0) + count
+
+    @staticmethod
+    def settle(pending: dict[TopologyGroup, int], domain_of: Callable[[str], list[str]]) -> None:
+        """Count the pending pods of every group whose key now has a single domain."""
+        for group in [g for g in pending if len(domain_of(g.key)) == 1]:
+            domain = domain_of(group.key)[0]
+            group.counts[domain] = group.counts.get(domain, 0) + pending.pop(group)
 
 
 def node_domain(node: ExistingNode, key: str) -> str | None:

@@ -15,9 +15,9 @@ from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
-from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
-from joiner.cloudprovider.types import CloudProvider, InstanceType, Offering
-from joiner.sim.scenario import CapacityKey, InstanceTypeSpec, Scenario, ScenarioError, StaticNode
+from joiner.cloudprovider.fake import FakeCloudProvider
+from joiner.cloudprovider.types import CloudProvider, Offering
+from joiner.sim.scenario import CapacityKey, Scenario, ScenarioError, StaticNode
 
 
 @dataclass(frozen=True)
@@ -42,24 +42,9 @@ class SimCloud(Protocol):
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None: ...
 
 
-def _instance_type(spec: InstanceTypeSpec) -> InstanceType:
-    return new_instance_type(
-        spec.name,
-        cpu=spec.cpu,
-        memory=spec.memory,
-        pods=spec.pods,
-        arch=spec.arch,
-        os=spec.os,
-        offerings=[Offering(o.zone, o.capacity_type, o.price, o.available) for o in spec.offerings],
-        resources=dict(spec.resources),
-        overhead=dict(spec.overhead),
-        labels=dict(spec.labels),
-    )
-
-
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
-        self.catalogue = {t.name: _instance_type(t) for t in scenario.cloud.instance_types}
+        self.catalogue = {t.name: t.to_instance_type() for t in scenario.cloud.instance_types}
         self.provider = FakeCloudProvider(list(self.catalogue.values()), clock)
         self.prices = dict(scenario.cloud.prices or {})
 
@@ -74,12 +59,7 @@ class FakeSimCloud:
         return instance.price if instance else None
 
     def static_node(self, node: StaticNode) -> StaticNodeFacts:
-        instance_type = self.catalogue.get(node.instance_type)
-        if instance_type is None:
-            raise ScenarioError(
-                f"spec.nodes ({node.name}): instanceType {node.instance_type!r} is not in "
-                "spec.cloud.instanceTypes"
-            )
+        instance_type = self.catalogue[node.instance_type]  # the loader checked it is there
         offering = next(
             (
                 o

@@ -109,7 +109,7 @@ class World:
             self.manager.enqueue(Kubelet.name, f"gc/{node['metadata']['name']}")
             return
         self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
-        if event_type == "ADDED":
+        if not node["metadata"].get("deletionTimestamp"):  # taints change as nodes start
             for ds in self.kube.list("DaemonSet").items:
                 self.manager.enqueue(Workloads.name, _workload_key(ds))
 
@@ -160,7 +160,9 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
     except SettingsError as err:
         raise ScenarioError(f"spec.settings: {err}") from None
     return OperatorOptions(
-        batch_idle=settings.batch_idle_duration, batch_max=settings.batch_max_duration
+        batch_idle=settings.batch_idle_duration,
+        batch_max=settings.batch_max_duration,
+        spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
     )
 
 
@@ -280,7 +282,10 @@ class Simulation:
                 )
 
     def settled(self) -> bool:
-        """No pending pods, nothing launching, nothing being drained or deleted."""
+        """No pending pods, nothing launching, no disruption in progress, nothing being
+        drained or deleted."""
+        if self.operator.disruption.busy:
+            return False
         snapshot_pods = self.kube.list("Pod").items
         if any(kubescheduler.is_pending(p) for p in snapshot_pods):
             return False

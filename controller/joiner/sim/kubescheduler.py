@@ -30,13 +30,19 @@ def is_pending(pod: dict[str, Any]) -> bool:
     )
 
 
-def schedulable_node(node: dict[str, Any]) -> bool:
-    status = node.get("status") or {}
-    return (
-        is_true(status.get("conditions"), "Ready")
-        and not (node.get("spec") or {}).get("unschedulable")
-        and not node["metadata"].get("deletionTimestamp")
-    )
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def effective_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node's taints plus the ones the node lifecycle controller would add: not-ready
+    until Ready, unschedulable when cordoned. Such nodes still count as topology domains."""
+    spec = node.get("spec") or {}
+    taints = list(spec.get("taints") or [])
+    if not is_true((node.get("status") or {}).get("conditions"), "Ready"):
+        taints.append(dict(NOT_READY_TAINT))
+    if spec.get("unschedulable"):
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+    return taints
 
 
 class KubeScheduler:
@@ -50,7 +56,9 @@ class KubeScheduler:
         pending = [p for p in pods if is_pending(p)]
         if not pending:
             return DONE
-        nodes = [n for n in self.kube.list("Node").items if schedulable_node(n)]
+        nodes = [
+            n for n in self.kube.list("Node").items if not n["metadata"].get("deletionTimestamp")
+        ]
         snapshot = ClusterSnapshot(nodes=self._existing(nodes, pods), volumes=self._volumes())
         plan = solve(pending, [], {}, snapshot)
         by_key = {pod_key(p): p for p in pending}
@@ -59,7 +67,7 @@ class KubeScheduler:
             with contextlib.suppress(Conflict, NotFound):
                 self.kube.bind(pod["metadata"]["name"], pod["metadata"]["namespace"], node_name)
         for key_, why in plan.unplaceable.items():
-            self._mark_unschedulable(by_key[key_], len(nodes), why.message)
+            self._mark_unschedulable(by_key[key_], len(nodes), f"{why.constraint}: {why.message}")
         return DONE
 
     def _existing(
@@ -75,7 +83,7 @@ class KubeScheduler:
                 name=n["metadata"]["name"],
                 labels=dict(n["metadata"].get("labels") or {}),
                 allocatable=res.parse_resource_list((n.get("status") or {}).get("allocatable")),
-                taints=list((n.get("spec") or {}).get("taints") or []),
+                taints=effective_taints(n),
                 pods=bound.get(n["metadata"]["name"], []),
             )
             for n in nodes

@@ -62,6 +62,7 @@ class TimeAxis:
     unit: float  # seconds per axis unit
     label: str
     marks: dict[float, str]  # step end time (seconds) -> step indices, e.g. "1,2"
+    end: float  # seconds: every plot spans [0, end] so that they line up
 
     @classmethod
     def for_run(cls, result: SimulationResult) -> TimeAxis:
@@ -73,6 +74,7 @@ class TimeAxis:
             unit,
             f"virtual time ({name}); dotted lines: end of step #",
             {time: ",".join(indices) for time, indices in marks.items()},
+            result.final.time,
         )
 
     def scale(self, times: Sequence[float]) -> list[float]:
@@ -216,6 +218,8 @@ def _finish(
     axes.set_ylabel(ylabel)
     axes.set_xlabel(axis.label)
     axes.set_ylim(bottom=0)
+    if axis.end > 0:
+        axes.set_xlim(0, axis.end / axis.unit)
     if integer:
         axes.yaxis.set_major_locator(pyplot.MaxNLocator(integer=True))
     axes.grid(alpha=0.3)

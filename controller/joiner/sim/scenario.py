@@ -562,7 +562,23 @@ def _manifests(
 
 # --- steps -----------------------------------------------------------------------
 
-_StepParser = Callable[[Any, str, dict[str, Any]], Step]
+
+@dataclass
+class _StepContext:
+    """What a step parser needs besides its own value."""
+
+    index: int
+    name: str | None
+    cluster: ClusterSpec
+    cloud: CloudSpec
+    known: set[ObjectRef]  # objects that exist at this step; apply and delete update it
+
+    def common(self) -> dict[str, Any]:
+        """The fields every Step has."""
+        return {"index": self.index, "name": self.name}
+
+
+_StepParser = Callable[[Any, str, _StepContext], Step]
 
 
 def _steps(
@@ -572,8 +588,7 @@ def _steps(
     entries = _list(raw, where)
     if not entries:
         raise ScenarioError(f"{where}: list at least one step")
-    context = {"cluster": cluster, "cloud": cloud, "known": known}
-    steps = tuple(_step(item, index, context) for index, item in enumerate(entries))
+    steps = tuple(_step(item, index, cluster, cloud, known) for index, item in enumerate(entries))
     bound = _time_bound(steps)
     if bound > MAX_VIRTUAL_SECONDS:
         raise ScenarioError(
@@ -583,7 +598,9 @@ def _steps(
     return steps
 
 
-def _step(raw: Any, index: int, context: dict[str, Any]) -> Step:
+def _step(
+    raw: Any, index: int, cluster: ClusterSpec, cloud: CloudSpec, known: set[ObjectRef]
+) -> Step:
     where = f"spec.steps[{index}]"
     entry = _mapping(raw, where)
     actions = [key for key in entry if key != "name"]
@@ -595,8 +612,8 @@ def _step(raw: Any, index: int, context: dict[str, Any]) -> Step:
         raise ScenarioError(
             f"{where}: unknown action {action!r} (expected one of {', '.join(_STEP_PARSERS)})"
         )
-    common = {"index": index, "name": _step_name(entry, where)}
-    return _STEP_PARSERS[action](entry[action], f"{where}.{action}", {**context, **common})
+    context = _StepContext(index, _step_name(entry, where), cluster, cloud, known)
+    return _STEP_PARSERS[action](entry[action], f"{where}.{action}", context)
 
 
 def _step_name(entry: Mapping[str, Any], where: str) -> str | None:
@@ -605,31 +622,27 @@ def _step_name(entry: Mapping[str, Any], where: str) -> str | None:
     return _string(entry["name"], f"{where}.name")
 
 
-def _common(context: Mapping[str, Any]) -> dict[str, Any]:
-    return {"index": context["index"], "name": context["name"]}
+def _apply(raw: Any, where: str, context: _StepContext) -> Step:
+    manifests = _manifests(raw, where, context.known)
+    return ApplyStep(manifests=manifests, **context.common())
 
 
-def _apply(raw: Any, where: str, context: dict[str, Any]) -> Step:
-    manifests = _manifests(raw, where, context["known"])
-    return ApplyStep(manifests=manifests, **_common(context))
-
-
-def _delete(raw: Any, where: str, context: dict[str, Any]) -> Step:
+def _delete(raw: Any, where: str, context: _StepContext) -> Step:
     entries = _list(raw, where)
     if not entries:
         raise ScenarioError(f"{where}: list at least one object")
     targets = []
     for index, item in enumerate(entries):
-        target = _object_ref(item, f"{where}[{index}]", context["known"], kinds=None)
-        context["known"].discard(target)
+        target = _object_ref(item, f"{where}[{index}]", context.known, kinds=None)
+        context.known.discard(target)
         targets.append(target)
-    return DeleteStep(targets=tuple(targets), **_common(context))
+    return DeleteStep(targets=tuple(targets), **context.common())
 
 
-def _scale(raw: Any, where: str, context: dict[str, Any]) -> Step:
-    target = _object_ref(raw, where, context["known"], kinds=SCALABLE_KINDS, extra=("replicas",))
+def _scale(raw: Any, where: str, context: _StepContext) -> Step:
+    target = _object_ref(raw, where, context.known, kinds=SCALABLE_KINDS, extra=("replicas",))
     replicas = _count(_mapping(raw, where).get("replicas"), f"{where}.replicas")
-    return ScaleStep(target=target, replicas=replicas, **_common(context))
+    return ScaleStep(target=target, replicas=replicas, **context.common())
 
 
 def _object_ref(
@@ -658,15 +671,15 @@ def _object_ref(
     return ref
 
 
-def _advance(raw: Any, where: str, context: dict[str, Any]) -> Step:
-    return AdvanceStep(seconds=_duration(raw, where), **_common(context))
+def _advance(raw: Any, where: str, context: _StepContext) -> Step:
+    return AdvanceStep(seconds=_duration(raw, where), **context.common())
 
 
-def _settle(raw: Any, where: str, context: dict[str, Any]) -> Step:
-    return SettleStep(max_seconds=_duration(raw, where), **_common(context))
+def _settle(raw: Any, where: str, context: _StepContext) -> Step:
+    return SettleStep(max_seconds=_duration(raw, where), **context.common())
 
 
-def _interrupt(raw: Any, where: str, context: dict[str, Any]) -> Step:
+def _interrupt(raw: Any, where: str, context: _StepContext) -> Step:
     entry = _mapping(raw, where)
     _keys(entry, where, ("node", "nodeSelector", "count", "kind"))
     kind = entry.get("kind")
@@ -678,26 +691,26 @@ def _interrupt(raw: Any, where: str, context: dict[str, Any]) -> Step:
         if "count" in entry:
             raise ScenarioError(f"{where}.count: only with nodeSelector")
         node = _string(entry["node"], f"{where}.node")
-        return InterruptStep(kind=kind, node=node, **_common(context))
+        return InterruptStep(kind=kind, node=node, **context.common())
     selector = _string_map(entry["nodeSelector"], f"{where}.nodeSelector")
     if not selector:
         raise ScenarioError(f"{where}.nodeSelector: give at least one label")
     count = _count(entry["count"], f"{where}.count", minimum=1) if "count" in entry else None
-    return InterruptStep(kind=kind, node_selector=selector, count=count, **_common(context))
+    return InterruptStep(kind=kind, node_selector=selector, count=count, **context.common())
 
 
-def _capacity(raw: Any, where: str, context: dict[str, Any]) -> Step:
+def _capacity(raw: Any, where: str, context: _StepContext) -> Step:
     entry = _mapping(raw, where)
     _keys(entry, where, ("unavailable", "for"))
     entries = _list(entry.get("unavailable"), f"{where}.unavailable")
     if not entries:
         raise ScenarioError(f"{where}.unavailable: list at least one offering")
     keys = tuple(
-        _capacity_key(item, f"{where}.unavailable[{i}]", context["cluster"], context["cloud"])
+        _capacity_key(item, f"{where}.unavailable[{i}]", context.cluster, context.cloud)
         for i, item in enumerate(entries)
     )
     duration = _duration(entry["for"], f"{where}.for") if entry.get("for") is not None else None
-    return CapacityStep(unavailable=keys, duration=duration, **_common(context))
+    return CapacityStep(unavailable=keys, duration=duration, **context.common())
 
 
 def _capacity_key(raw: Any, where: str, cluster: ClusterSpec, cloud: CloudSpec) -> CapacityKey:
@@ -740,7 +753,7 @@ EXPECT_KEYS = (
 _COUNT_TEXT = re.compile(r"^\s*(==|>=|<=|>|<)?\s*([0-9]+)\s*$")
 
 
-def _expect(raw: Any, where: str, context: dict[str, Any]) -> Step:
+def _expect(raw: Any, where: str, context: _StepContext) -> Step:
     entry = _mapping(raw, where)
     _keys(entry, where, EXPECT_KEYS)
     if not entry:
@@ -763,7 +776,7 @@ def _expect(raw: Any, where: str, context: dict[str, Any]) -> Step:
         )
     if "pendingReason" in entry:
         fields["pending_reason"] = _string(entry["pendingReason"], f"{where}.pendingReason")
-    return ExpectStep(**fields, **_common(context))
+    return ExpectStep(**fields, **context.common())
 
 
 def _node_counts(raw: Any, where: str) -> dict[str, CountCheck]:
@@ -846,12 +859,22 @@ def _pending_reason_failures(step: ExpectStep, snapshot: Snapshot) -> list[str]:
     wanted = (step.pending_reason or "").lower()
     if not snapshot.pending_pods:
         return [f"{step.location}: pendingReason: expected pending pods, got none"]
+    # One failure per distinct reason: pods of one workload usually share theirs.
+    pods_by_reason: dict[str, list[str]] = {}
+    for pod in snapshot.pending_pods:
+        if wanted not in pod.reason.lower():
+            pods_by_reason.setdefault(pod.reason, []).append(pod.name)
     return [
-        f"{step.location}: pendingReason: {pod.name} is pending for {pod.reason!r}, "
+        f"{step.location}: pendingReason: {_pods(names)} pending for {reason!r}, "
         f"which does not mention {step.pending_reason!r}"
-        for pod in snapshot.pending_pods
-        if wanted not in pod.reason.lower()
+        for reason, names in pods_by_reason.items()
     ]
+
+
+def _pods(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return f"{names[0]} is"
+    return f"{len(names)} pods are ({names[0]}, ...)"
 
 
 _STEP_PARSERS: dict[str, _StepParser] = {

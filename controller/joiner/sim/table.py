@@ -75,10 +75,22 @@ def _header(result: SimulationResult) -> list[str]:
 
 
 def _events(events: Sequence[EventRecord]) -> list[str]:
+    """One row per event; events that differ only in the object (e.g. ten pods nominated
+    to the same NodeClaim at once) share a row that says how many objects."""
     if not events:
         return []
-    rows = [[format_time(e.time), f"{e.kind}/{e.name}", e.reason, e.message] for e in events]
+    groups: dict[tuple[float, str, str, str], list[str]] = {}
+    for e in events:
+        groups.setdefault((e.time, e.kind, e.reason, e.message), []).append(e.name)
+    rows = [
+        [format_time(time), _objects(kind, names), reason, message]
+        for (time, kind, reason, message), names in groups.items()
+    ]
     return ["  Events:", *_columns(rows, indent=4)]
+
+
+def _objects(kind: str, names: Sequence[str]) -> str:
+    return f"{kind}/{names[0]}" if len(names) == 1 else f"{len(names)} {kind}s"
 
 
 def _snapshot(snapshot: Snapshot, previous: Snapshot | None) -> list[str]:

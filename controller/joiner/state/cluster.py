@@ -77,6 +77,7 @@ class ClusterState:
         self._pods_by_node: dict[str, set[str]] = {}
         self._nominations: dict[str, tuple[str, float]] = {}  # pod key -> (node, until)
         self._node_nominated_until: dict[str, float] = {}
+        self._last_pod_event: dict[str, float] = {}  # node name -> time a pod came or went
         self.marked_for_deletion: set[str] = set()
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
@@ -125,16 +126,24 @@ class ClusterState:
     def _index_pod(
         self, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
     ) -> None:
-        old_node = ((previous or {}).get("spec") or {}).get("nodeName")
-        new_node = ((current or {}).get("spec") or {}).get("nodeName")
-        if current is not None and is_terminal(current):
-            new_node = None
+        old_node = self._bound_node(previous)
+        new_node = self._bound_node(current)
         if old_node and old_node != new_node:
             self._pods_by_node.get(old_node, set()).discard(key)
+            self._last_pod_event[old_node] = self.clock.now()
+        if new_node and new_node != old_node:
+            self._last_pod_event[new_node] = self.clock.now()
         if new_node:
             self._pods_by_node.setdefault(new_node, set()).add(key)
         if new_node or current is None:
             self._nominations.pop(key, None)
+
+    @staticmethod
+    def _bound_node(pod: dict[str, Any] | None) -> str | None:
+        """The node a pod occupies: bound and not finished."""
+        if pod is None or is_terminal(pod):
+            return None
+        return (pod.get("spec") or {}).get("nodeName")
 
     # --- nominations and marks ------------------------------------------------------
 
@@ -146,6 +155,10 @@ class ClusterState:
     def nomination(self, pod_key: str) -> str | None:
         found = self._nominations.get(pod_key)
         return found[0] if found and found[1] > self.clock.now() else None
+
+    def last_pod_event(self, node_name: str) -> float | None:
+        """When a pod was last bound to or left this node (None: never seen)."""
+        return self._last_pod_event.get(node_name)
 
     def recently_nominated(self, node_name: str) -> bool:
         return self._node_nominated_until.get(node_name, 0.0) > self.clock.now()

@@ -66,8 +66,12 @@ class StateNode:
             reported = (self.node.get("status") or {}).get("allocatable")
             if reported and (self.initialized or self.nodeclaim is None):
                 return res.parse_resource_list(reported)
-        if self.nodeclaim is not None:
+        if self.nodeclaim is not None and self.nodeclaim.status.allocatable:
             return res.parse_resource_list(self.nodeclaim.status.allocatable)
+        if self.nodeclaim is not None:
+            # Not launched yet: it still holds room for the pods it was opened for, so a
+            # batch running before (or while retrying) the launch does not open another.
+            return dict(self.nodeclaim.requests_milli)
         return {}
 
     @property

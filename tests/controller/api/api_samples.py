@@ -66,6 +66,7 @@ MIN_VALUES = "requirements with 'minValues' must have at least that many values 
 DURATION_OR_NEVER = "expected a duration like 30s, 10m or 1h30m, or Never"
 NODES_HINT = "expected a node count like 5 or a percentage from 0% to 100%"
 QUANTITY = "expected a quantity like 500m, 2, 4Gi or 100G"
+CRON = "invalid cron schedule (expected 5 fields like '0 9 * * 1-5' or a macro like @daily)"
 DUP_TAINTS = "taints and startupTaints may not repeat a key/effect pair"
 ROLE_XOR = "must specify exactly one of ['role', 'instanceProfile']"
 SIGNALS = (
@@ -200,9 +201,16 @@ NODEPOOL_CASES = [
         [
             (
                 f"{TPL}.taints[0].effect",
-                "unsupported value 'NoWay'; expected one of: NoSchedule, PreferNoSchedule, NoExecute",
+                "unsupported value 'NoWay'; expected one of: NoSchedule, PreferNoSchedule, "
+                "NoExecute",
             )
         ],
+    ),
+    Case(
+        "taints-too-many",
+        NP,
+        {f"{TPL}.taints": [{"key": f"k{i}", "effect": "NoSchedule"} for i in range(51)]},
+        [(f"{TPL}.taints", "must have at most 50 items, got 51")],
     ),
     Case(
         "taint-no-effect",
@@ -326,7 +334,7 @@ NODEPOOL_CASES = [
         [
             (
                 f"{BUDGETS}[1].schedule",
-                "invalid cron schedule (expected 5 fields like '0 9 * * 1-5' or a macro like @daily)",
+                CRON,
             )
         ],
     ),
@@ -342,7 +350,7 @@ NODEPOOL_CASES = [
             ),
             (
                 f"{BUDGETS}[1].schedule",
-                "invalid cron schedule (expected 5 fields like '0 9 * * 1-5' or a macro like @daily)",
+                CRON,
             ),
         ],
     ),
@@ -496,12 +504,13 @@ EC2NODECLASS_CASES = [
         [
             (
                 "spec.amiSelectorTerms[0]",
-                "'alias' is mutually exclusive, cannot be set with other fields in a AMI "
+                "'alias' is mutually exclusive, cannot be set with other fields in an AMI "
                 "selector term",
             ),
             (
                 "spec.amiSelectorTerms[0]",
-                "'id' is mutually exclusive, cannot be set with other fields in a AMI selector term",
+                "'id' is mutually exclusive, cannot be set with other fields in an AMI selector "
+                "term",
             ),
         ],
     ),

@@ -64,7 +64,17 @@ def satisfied(requirement: Requirement, label: str | None) -> bool:
 
 # --- one operator at a time --------------------------------------------------------
 
-PROBES = [None, "a", "b", "c", "1.5", "03", *(str(i) for i in range(-2, 10))]
+# Zero-padded spellings matter: "02" is the integer 2 to Gt/Lt but not the value "2" to
+# In/NotIn, so NotIn [2] AND Gte 2 AND Lte 2 is satisfied by a node labelled "02".
+PROBES = [
+    None,
+    "a",
+    "b",
+    "c",
+    "1.5",
+    *(str(i) for i in range(-2, 10)),
+    *(f"0{i}" for i in range(10)),
+]
 
 
 @pytest.mark.parametrize(
@@ -443,6 +453,7 @@ def model(expressions: list[tuple[str, list[str]]], label: str | None) -> bool:
     return all(k8s_matches(op, values, label) for op, values in expressions)
 
 
+@settings(max_examples=300)
 @given(_expressions, _expressions)
 def test_intersection_is_logical_and(a: list, b: list) -> None:
     merged = build(a).intersection(build(b))
@@ -483,12 +494,15 @@ def test_to_dicts_round_trips(a: list, ma: int | None) -> None:
         assert satisfied(back[KEY], label) is model(a, label)
 
 
+@settings(max_examples=300)
 @given(_expressions, _expressions)
 def test_intersects_is_symmetric_and_matches_the_model(a: list, b: list) -> None:
     ra, rb = reqs(build(a)), reqs(build(b))
     satisfiable = any(model(a + b, label) for label in PROBES)
     assert (ra.intersects(rb) is None) is satisfiable
     assert (rb.intersects(ra) is None) is satisfiable
+    assert ra.is_intersecting(rb) is satisfiable
+    assert ra.is_compatible(rb) is satisfiable
     # With every key defined on both sides, compatible is symmetric too.
     assert (ra.compatible(rb) is None) is (rb.compatible(ra) is None) is satisfiable
 
@@ -498,6 +512,15 @@ def test_compatible_with_an_undefined_custom_key(a: list) -> None:
     pod_requirements = reqs(build(a))
     needs_label = not model(a, None)
     assert (reqs().compatible(pod_requirements) is not None) is needs_label
+    assert reqs().is_compatible(pod_requirements) is not needs_label
+
+
+def test_zero_padded_integers_satisfy_bounds_but_not_value_sets() -> None:
+    requirement = req(GTE, "2").intersection(req(LTE, "2")).intersection(req(NOT_IN, "2"))
+    assert not requirement.has("2")
+    assert requirement.has("02")
+    assert reqs(req(GTE, "2")).intersects(reqs(req(LTE, "2"))) is None
+    assert reqs(req(GTE, "2")).is_intersecting(reqs(requirement))
 
 
 @settings(max_examples=50)

@@ -5,6 +5,7 @@ sample, every rule has a rejecting sample, the label rules are exactly
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -73,13 +74,14 @@ def test_every_cel_rule_compiles() -> None:
 
 
 def test_cel_rules_agree_with_their_python_twins_on_every_sample() -> None:
-    checked = 0
+    seen: set[tuple[str, str]] = set()
     for obj in _samples():
         for rule, value, path in _evaluations(obj):
-            if rule.cel:
+            key = (rule.cel or "", json.dumps(value, sort_keys=True))
+            if rule.cel and key not in seen:  # samples share most of their content
+                seen.add(key)
                 assert _cel(rule.cel, self=value) == rule.holds(value), (rule.message, path)
-                checked += 1
-    assert checked > 1000
+    assert len(seen) > 500
 
 
 def test_transition_rules_agree_with_cel() -> None:

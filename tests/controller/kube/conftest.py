@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-
 from joiner.clock import FakeClock
 from joiner.kube.api import KubeAPI
 from joiner.kube.http import ClusterConfig, HttpKube, RetryPolicy
@@ -51,8 +50,6 @@ def env(request: pytest.FixtureRequest, store: MemoryKube, clock: FakeClock) -> 
         yield Env(store, store, clock)
         return
     srv = request.getfixturevalue("server")
-    api = HttpKube(
-        ClusterConfig(server=srv.url), retry=RetryPolicy(max_retries=2, base_delay=0.01)
-    )
+    api = HttpKube(ClusterConfig(server=srv.url), retry=RetryPolicy(max_retries=2, base_delay=0.01))
     yield Env(api, store, clock)
     api.close()

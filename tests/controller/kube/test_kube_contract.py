@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kube_helpers import pod, ready_pod, take
-
 from joiner.kube.api import (
     AlreadyExists,
     BadRequest,
@@ -17,7 +15,7 @@ from joiner.kube.api import (
     TooManyRequests,
     UnsupportedMediaType,
 )
-
+from kube_helpers import pod, ready_pod, take
 
 
 def nodepool(name: str) -> dict[str, Any]:
@@ -52,9 +50,17 @@ def nodeclaim(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
         "metadata": metadata,
         "spec": {
             "requirements": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "In",
+                    "values": ["m5.large"],
+                }
             ],
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "nodeClassRef": {
+                "group": "karpenter.k8s.aws",
+                "kind": "EC2NodeClass",
+                "name": "default",
+            },
         },
     }
 
@@ -154,7 +160,9 @@ def test_crd_kinds_are_served_with_defaults(env):
 
 def test_missing_name_is_invalid_naming_the_field(env):
     with pytest.raises(Invalid) as error:
-        env.api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}})
+        env.api.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}}
+        )
     assert error.value.code == 422
     assert [c.field for c in error.value.causes] == ["metadata.name"]
 
@@ -294,9 +302,10 @@ def test_crd_update_needs_resource_version(env):
 
 def test_noop_update_keeps_resource_version(env):
     created = env.api.create(configmap("cfg", key="1"))
-    assert env.api.update(created)["metadata"]["resourceVersion"] == created["metadata"][
-        "resourceVersion"
-    ]
+    assert (
+        env.api.update(created)["metadata"]["resourceVersion"]
+        == created["metadata"]["resourceVersion"]
+    )
 
 
 def test_spec_write_bumps_generation_status_write_does_not(env):
@@ -366,8 +375,14 @@ def test_strategic_status_patch_merges_conditions_by_type(env):
     patched = env.api.patch(
         "Node",
         "node-a",
-        {"status": {"conditions": [{"type": "MemoryPressure", "status": "False"},
-                                   {"type": "Ready", "status": "True"}]}},
+        {
+            "status": {
+                "conditions": [
+                    {"type": "MemoryPressure", "status": "False"},
+                    {"type": "Ready", "status": "True"},
+                ]
+            }
+        },
         patch_type="strategic",
         subresource="status",
     )
@@ -385,15 +400,22 @@ def test_strategic_patch_on_crd_is_unsupported(env):
 
 
 def test_json_patch_with_test(env):
-    env.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
-                    "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}})
+    env.api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "node-a"},
+            "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]},
+        }
+    )
     patched = env.api.patch(
         "Node",
         "node-a",
         [
             {"op": "test", "path": "/spec/taints/0/key", "value": "a"},
             {"op": "add", "path": "/spec/taints/-", "value": {"key": "b", "effect": "NoExecute"}},
-            {"op": "replace", "path": "/spec/unschedulable", "value": True},
+            {"op": "add", "path": "/spec/unschedulable", "value": True},
+            {"op": "replace", "path": "/spec/taints/0/effect", "value": "NoExecute"},
         ],
         patch_type="json",
     )
@@ -403,8 +425,10 @@ def test_json_patch_with_test(env):
         env.api.patch(
             "Node",
             "node-a",
-            [{"op": "test", "path": "/spec/taints/0/key", "value": "zzz"},
-             {"op": "remove", "path": "/spec/taints"}],
+            [
+                {"op": "test", "path": "/spec/taints/0/key", "value": "zzz"},
+                {"op": "remove", "path": "/spec/taints"},
+            ],
             patch_type="json",
         )
     assert error.value.code == 422
@@ -419,7 +443,10 @@ def test_watch_without_version_lists_then_follows(env):
     watch = env.api.watch("Pod", "default", timeout_seconds=5)
     env.api.create(pod("b"))
     events = take(watch, 2)
-    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("ADDED", "b")]
+    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
 
 
 def test_watch_resumes_from_resource_version(env):
@@ -445,7 +472,9 @@ def test_watch_from_compacted_version_is_gone(env):
     with pytest.raises(Gone) as error:
         take(
             env.api.watch(
-                "Pod", "default", resource_version=first["metadata"]["resourceVersion"],
+                "Pod",
+                "default",
+                resource_version=first["metadata"]["resourceVersion"],
                 timeout_seconds=2,
             ),
             1,
@@ -456,8 +485,9 @@ def test_watch_from_compacted_version_is_gone(env):
 def test_watch_with_selector_sees_objects_leave_and_enter(env):
     env.api.create(pod("a", labels={"app": "web"}))
     rv = env.api.list("Pod").resource_version
-    watch = env.api.watch("Pod", "default", resource_version=rv, label_selector="app=web",
-                          timeout_seconds=5)
+    watch = env.api.watch(
+        "Pod", "default", resource_version=rv, label_selector="app=web", timeout_seconds=5
+    )
     env.api.patch("Pod", "a", {"metadata": {"labels": {"app": "db"}}}, "default")
     env.api.patch("Pod", "a", {"metadata": {"labels": {"app": "web"}}}, "default")
     env.api.create(pod("b", labels={"app": "db"}))
@@ -472,8 +502,9 @@ def test_watch_with_selector_sees_objects_leave_and_enter(env):
 
 def test_watch_field_selector_by_node(env):
     rv = env.api.list("Pod").resource_version
-    watch = env.api.watch("Pod", field_selector="spec.nodeName=node-1", resource_version=rv,
-                          timeout_seconds=5)
+    watch = env.api.watch(
+        "Pod", field_selector="spec.nodeName=node-1", resource_version=rv, timeout_seconds=5
+    )
     env.api.create(pod("a", spec={"nodeName": "node-2"}))
     env.api.create(pod("b", spec={"nodeName": "node-1"}))
     assert [e.object["metadata"]["name"] for e in take(watch, 1)] == ["b"]
@@ -482,7 +513,9 @@ def test_watch_field_selector_by_node(env):
 def test_watch_ends_at_timeout_with_bookmark(env):
     env.api.create(pod("a"))
     rv = env.api.list("Pod").resource_version
-    events = list(env.api.watch("Pod", resource_version=rv, timeout_seconds=1, allow_bookmarks=True))
+    events = list(
+        env.api.watch("Pod", resource_version=rv, timeout_seconds=1, allow_bookmarks=True)
+    )
     assert [e.type for e in events] == ["BOOKMARK"]
     assert events[0].object["metadata"]["resourceVersion"] == rv
 
@@ -502,9 +535,12 @@ def test_finalizer_flow(env):
         "example.com/hold"
     ]
     with pytest.raises(Invalid) as error:
-        env.api.patch("ConfigMap", "cfg",
-                      {"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}},
-                      "default")
+        env.api.patch(
+            "ConfigMap",
+            "cfg",
+            {"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}},
+            "default",
+        )
     assert [c.field for c in error.value.causes] == ["metadata.finalizers"]
     env.api.patch("ConfigMap", "cfg", {"metadata": {"finalizers": None}}, "default")
     with pytest.raises(NotFound):
@@ -584,8 +620,11 @@ def test_orphan_deletion_keeps_dependents(env):
 
 
 def test_dangling_owner_reference_is_collected(env):
-    ghost = {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": "ghost", "uid": "00000000-0000-4000-8000-000000000000"}}
+    ghost = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ghost", "uid": "00000000-0000-4000-8000-000000000000"},
+    }
     env.api.create(configmap("child", owners=[ghost]))
     assert names(env.api.list("ConfigMap")) == []
 
@@ -620,7 +659,9 @@ def test_eviction_admitted_updates_pdb_status(env):
         ready_pod(env.api, f"web-{i}", {"app": "web"})
     status = env.api.get("PodDisruptionBudget", "web", "default")["status"]
     assert (status["currentHealthy"], status["desiredHealthy"], status["disruptionsAllowed"]) == (
-        3, 2, 1,
+        3,
+        2,
+        1,
     )
     env.api.evict("web-0", "default")
     evicted = env.api.get("Pod", "web-0", "default")

@@ -67,6 +67,22 @@ def test_each_failure_names_the_step_the_key_and_both_values():
     ]
 
 
+def test_pending_reason_failures_are_grouped_by_reason():
+    snap = snapshot()
+    snap.pending_pods = [
+        PendingPod("default/a", "taint dedicated"),
+        PendingPod("default/b", "taint dedicated"),
+        PendingPod("default/c", "no instance type has room"),
+        PendingPod("default/d", "limits on cpu"),
+    ]
+    assert evaluate_expect(ExpectStep(index=1, pending_reason="limit"), snap) == [
+        "spec.steps[1]: pendingReason: 2 pods are (default/a, ...) pending for 'taint "
+        "dedicated', which does not mention 'limit'",
+        "spec.steps[1]: pendingReason: default/c is pending for 'no instance type has room', "
+        "which does not mention 'limit'",
+    ]
+
+
 def test_pending_reason_needs_pending_pods():
     step = ExpectStep(index=0, pending_reason="limits")
     empty = Snapshot(time=0.0, cost_per_hour=0.0)

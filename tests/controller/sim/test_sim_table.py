@@ -65,6 +65,24 @@ def test_pending_pods_grouped_by_reason_most_common_first(sample_result):
     assert lines[lines.index("NodeClaims") + 1] == "  (none)"
 
 
+def test_events_that_differ_only_in_the_object_share_a_row(sample_result):
+    nominated = "Pod should schedule on: nodeclaim/default-x7k2p"
+    sample_result.events[1:1] = [
+        EventRecord(1.5, "Pod", f"app-{i}", "Nominated", nominated) for i in range(1, 5)
+    ]
+    sample_result.events.append(EventRecord(41.5, "Pod", "app-9", "Nominated", nominated))
+
+    lines = render_table(sample_result).splitlines()
+
+    start = lines.index("  Events:")
+    assert lines[start + 1 : start + 5] == [
+        "    0:00:01.5  NodeClaim/default-x7k2p  Launched   c5.xlarge spot us-east-1a",
+        f"    0:00:01.5  4 Pods                   Nominated  {nominated}",
+        "    0:00:41.5  Node/ip-10-0-1-1         Ready      node is ready",
+        f"    0:00:41.5  Pod/app-9                Nominated  {nominated}",
+    ]
+
+
 def test_format_time():
     assert [format_time(t) for t in (0, 59.96, 61.25, 3600 * 27 + 5)] == [
         "0:00:00",

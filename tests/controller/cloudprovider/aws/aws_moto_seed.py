@@ -226,3 +226,139 @@ def nodeclass_dict(name: str = "default", **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
+
+
+class CapacityOutage:
+    """Test hook: CreateFleet answers InsufficientInstanceCapacity for the exhausted
+    (instance type, zone, capacity type) offerings, as AWS does when a pool is dry (moto
+    never does). The exhausted overrides are taken out of the request before moto sees it
+    and reported as per-override errors in the response; when none is left the call is
+    answered without reaching moto."""
+
+    def __init__(self, ec2: Any, subnet_zones: dict[str, str]) -> None:
+        self.exhausted: set[tuple[str, str, str]] = set()
+        self._zones = subnet_zones
+        self._errors: list[dict[str, Any]] = []
+        self._nothing_left = False
+        events = ec2.meta.events
+        events.register("before-parameter-build.ec2.CreateFleet", self._strip)
+        events.register("before-call.ec2.CreateFleet", self._answer_when_empty)
+        events.register("after-call.ec2.CreateFleet", self._report)
+
+    def _strip(self, params: dict[str, Any], **_: Any) -> None:
+        capacity_type = params["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+        self._errors, kept_configs = [], []
+        for config in params["LaunchTemplateConfigs"]:
+            kept = []
+            for override in config["Overrides"]:
+                key = (override["InstanceType"], self._zones[override["SubnetId"]], capacity_type)
+                if key in self.exhausted:
+                    self._errors.append(
+                        {
+                            "LaunchTemplateAndOverrides": {
+                                "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+                                "Overrides": override,
+                            },
+                            "Lifecycle": capacity_type,
+                            "ErrorCode": "InsufficientInstanceCapacity",
+                            "ErrorMessage": "We currently do not have sufficient capacity.",
+                        }
+                    )
+                else:
+                    kept.append(override)
+            if kept:
+                kept_configs.append({**config, "Overrides": kept})
+        self._nothing_left = not kept_configs
+        if kept_configs:
+            params["LaunchTemplateConfigs"] = kept_configs
+
+    def _answer_when_empty(self, **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if not self._nothing_left:
+            return None
+        return _HttpOk(), {"FleetId": "fleet-outage", "Instances": [], "Errors": []}
+
+    def _report(self, parsed: dict[str, Any], **_: Any) -> None:
+        parsed.setdefault("Errors", []).extend(self._errors)
+        self._errors, self._nothing_left = [], False
+
+
+class _HttpOk:
+    status_code = 200
+    headers: dict[str, str] = {}
+
+
+class FleetRecorder:
+    """Keeps the arguments of every CreateFleet call made through a client."""
+
+    def __init__(self, ec2: Any) -> None:
+        self.requests: list[dict[str, Any]] = []
+        ec2.meta.events.register("provide-client-params.ec2.CreateFleet", self._record)
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append(json.loads(json.dumps(params)))
+
+
+@dataclass
+class Stand:
+    """A provider wired to a seeded moto, with its classes and clock."""
+
+    env: Env
+    provider: Any
+    clock: Any
+    nodeclasses: dict[str, Any]
+    outage: CapacityOutage
+    fleets: FleetRecorder
+
+    def add_nodeclass(self, name: str = "default", **spec: Any) -> Any:
+        from joiner.api.ec2nodeclass import EC2NodeClass
+
+        nodeclass = EC2NodeClass.from_dict(nodeclass_dict(name, **spec))
+        nodeclass.status = self.provider.resolve_nodeclass(nodeclass)
+        self.nodeclasses[name] = nodeclass
+        return nodeclass
+
+
+def make_stand(env: Env, catalogue: Any, price_table: dict[str, float]) -> Stand:
+    from joiner.clock import FakeClock
+    from joiner.cloudprovider.aws.cluster import ClusterInfo
+    from joiner.cloudprovider.aws.provider import AWSCloudProvider
+
+    clock = FakeClock()
+    nodeclasses: dict[str, Any] = {}
+    provider = AWSCloudProvider(
+        env.clients,
+        clock,
+        ClusterInfo(**CLUSTER_INFO_KWARGS),
+        REGION,
+        nodeclasses.get,
+        catalogue=catalogue,
+        static_prices=price_table,
+    )
+    zones = {
+        s["SubnetId"]: s["AvailabilityZone"]
+        for s in env.clients.ec2.describe_subnets()["Subnets"]
+    }
+    return Stand(env, provider, clock, nodeclasses, CapacityOutage(env.clients.ec2, zones), FleetRecorder(env.clients.ec2))
+
+
+def nodeclaim_dict(
+    name: str,
+    requirements: list[dict[str, Any]],
+    nodepool: str = "default",
+    nodeclass: str = "default",
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": {"karpenter.sh/nodepool": nodepool, "karpenter.k8s.aws/ec2nodeclass": nodeclass},
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodeclass},
+            "requirements": requirements,
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            **spec,
+        },
+    }

@@ -1,0 +1,1 @@
+"""Disruption [SPEC 7]: expiration, emptiness, drift and consolidation, within budgets."""

@@ -1,0 +1,179 @@
+"""Disruption candidates [DISR-3] and their cost [DISR-8].
+
+A candidate is a managed, initialized node that is not being deleted, has not
+been nominated for pods recently, carries no do-not-disrupt (on the node, or on
+an active pod within its duration), and whose pods no PDB stops from leaving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api.duration import DurationError, parse_duration
+from joiner.api.nodepool import NodePool
+from joiner.clock import from_rfc3339
+from joiner.kube.selectors import selector_from_label_selector
+from joiner.state.cluster import ClusterState
+from joiner.state.node import StateNode
+
+EVICTION_COST_CLAMP = 10.0
+
+
+@dataclass
+class Candidate:
+    node: StateNode
+    pool: NodePool
+    instance_type: str
+    capacity_type: str
+    zone: str
+    price: float
+    pods: list[dict[str, Any]] = field(default_factory=list)  # reschedulable pods
+    disruption_cost: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def nodeclaim(self) -> str:
+        assert self.node.nodeclaim is not None
+        return self.node.nodeclaim.name
+
+
+def eviction_cost(pod: dict[str, Any]) -> float:
+    """1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to [-10, 10]."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    try:
+        deletion_cost = float(annotations.get(wk.POD_DELETION_COST, 0))
+    except ValueError:
+        deletion_cost = 0.0
+    priority = float((pod.get("spec") or {}).get("priority") or 0)
+    cost = 1.0 + deletion_cost / 2**27 + priority / 2**25
+    return max(-EVICTION_COST_CLAMP, min(EVICTION_COST_CLAMP, cost))
+
+
+def lifetime_remaining(node: StateNode, now: float) -> float:
+    """The fraction of expireAfter still ahead of the node (1 when it never expires)."""
+    claim = node.nodeclaim
+    if claim is None:
+        return 1.0
+    expire = parse_duration(claim.expire_after)
+    created = claim.metadata.get("creationTimestamp")
+    if expire is None or not created or expire <= 0:
+        return 1.0
+    return max(0.0, min(1.0, 1.0 - (now - from_rfc3339(created)) / expire))
+
+
+def do_not_disrupt_until(obj: dict[str, Any], started: float | None) -> float | None:
+    """Until when the annotation protects the object: inf for "true", start + duration for a
+    duration; None when absent or unparsable [API-2]."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(wk.DO_NOT_DISRUPT)
+    if value is None:
+        return None
+    if value == "true":
+        return float("inf")
+    try:
+        seconds = parse_duration(value)
+    except DurationError:
+        return None
+    if seconds is None or started is None:
+        return float("inf") if seconds is None else None
+    return started + seconds
+
+
+def _pod_started(pod: dict[str, Any]) -> float | None:
+    started = (pod.get("status") or {}).get("startTime") or (pod.get("metadata") or {}).get(
+        "creationTimestamp"
+    )
+    return from_rfc3339(started) if started else None
+
+
+def blocked_by(
+    state: ClusterState, node: StateNode, pods: list[dict[str, Any]], now: float
+) -> str | None:
+    """Why this node may not be disrupted voluntarily, or None."""
+    if node.node is not None:
+        until = do_not_disrupt_until(node.node, None)
+        if until is not None and until > now:
+            return f"do-not-disrupt on node {node.name}"
+    for pod in pods:
+        until = do_not_disrupt_until(pod, _pod_started(pod))
+        if until is not None and until > now:
+            meta = pod["metadata"]
+            return f"do-not-disrupt pod {meta.get('namespace')}/{meta['name']}"
+    pdb = _blocking_pdb(state, pods)
+    if pdb is not None:
+        return f"pdb {pdb} allows no disruption"
+    return None
+
+
+def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:
+    for key, pdb in state.objects["PodDisruptionBudget"].items():
+        if ((pdb.get("status") or {}).get("disruptionsAllowed", 1)) > 0:
+            continue
+        selector = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
+        namespace = pdb["metadata"].get("namespace")
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta.get("namespace") == namespace and selector.matches(meta.get("labels") or {}):
+                return key
+    return None
+
+
+def build_candidates(
+    state: ClusterState, prices: dict[str, float], now: float
+) -> tuple[list[Candidate], dict[str, str]]:
+    """Candidates sorted by disruption cost (cheapest to disrupt first), and why the other
+    managed nodes are not candidates (node name -> reason)."""
+    candidates: list[Candidate] = []
+    skipped: dict[str, str] = {}
+    for node in state.managed_nodes():
+        why = _not_candidate(state, node, now)
+        if why is None:
+            pods = state.reschedulable_pods([node.name])
+            why = blocked_by(state, node, state.pods_on(node.name), now)
+        if why is not None:
+            skipped[node.name] = why
+            continue
+        candidates.append(_candidate(state, node, pods, prices, now))
+    candidates.sort(key=lambda c: (c.disruption_cost, c.name))
+    return candidates, skipped
+
+
+def _not_candidate(state: ClusterState, node: StateNode, now: float) -> str | None:
+    if not node.initialized:
+        return "not initialized"
+    if (
+        node.deleting
+        or node.name in state.marked_for_deletion
+        or (node.nodeclaim and node.nodeclaim.name in state.marked_for_deletion)
+    ):
+        return "already being disrupted"
+    if state.recently_nominated(node.name):
+        return "nominated for pending pods"
+    if node.nodepool not in state.nodepools:
+        return f"nodepool {node.nodepool} not found"
+    return None
+
+
+def _candidate(
+    state: ClusterState,
+    node: StateNode,
+    pods: list[dict[str, Any]],
+    prices: dict[str, float],
+    now: float,
+) -> Candidate:
+    labels = node.labels
+    cost = sum(eviction_cost(p) for p in pods) * lifetime_remaining(node, now)
+    return Candidate(
+        node=node,
+        pool=state.nodepools[node.nodepool or ""],
+        instance_type=labels.get(wk.INSTANCE_TYPE, ""),
+        capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
+        zone=labels.get(wk.ZONE, ""),
+        price=prices.get(node.name, 0.0),
+        pods=pods,
+        disruption_cost=cost,
+    )

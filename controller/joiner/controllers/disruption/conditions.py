@@ -1,0 +1,95 @@
+"""NodeClaim disruption conditions: Consolidatable [DISR-5] and Drifted [DISR-6].
+
+Consolidatable turns true ``consolidateAfter`` after the later of initialization and
+the node's last pod event (a pod bound to or leaving it); Drifted names the first
+reason a NodeClaim no longer matches what its NodePool and node class would launch.
+"""
+
+from __future__ import annotations
+
+from joiner.api import conditions as cond
+from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api.nodeclaim import NodeClaim
+from joiner.clock import Clock, from_rfc3339, to_rfc3339
+from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers.runtime import DONE, Result
+from joiner.kube.api import Conflict, KubeAPI, NotFound
+from joiner.state.cluster import ClusterState
+
+
+class DisruptionConditions:
+    name = "nodeclaim.disruption"
+
+    def __init__(
+        self, kube: KubeAPI, state: ClusterState, cloud: CloudProvider, clock: Clock
+    ) -> None:
+        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+
+    def reconcile(self, key: str) -> Result:
+        claim = self.state.nodeclaims.get(key)
+        if claim is None or claim.metadata.get("deletionTimestamp"):
+            return DONE
+        if not claim.condition_true(nc.INITIALIZED):
+            return DONE
+        try:
+            raw = self.kube.get("NodeClaim", key)
+        except NotFound:
+            return DONE
+        status = raw.setdefault("status", {})
+        conditions = status.setdefault("conditions", [])
+        now = self.clock.now()
+        last_event = self.state.last_pod_event(claim.status.node_name or claim.name)
+        if last_event is not None:
+            status["lastPodEventTime"] = to_rfc3339(last_event)
+        due = self._consolidatable_at(claim, last_event)
+        ready = due is not None and now >= due
+        changed = cond.set_condition(
+            conditions, nc.CONSOLIDATABLE, cond.TRUE if ready else cond.FALSE, now
+        )
+        drift = self.drift_reason(claim)
+        if drift:
+            changed |= cond.set_condition(conditions, nc.DRIFTED, cond.TRUE, now, reason=drift)
+        else:
+            changed |= cond.remove_condition(conditions, nc.DRIFTED)
+        if changed or status.get("lastPodEventTime") != raw.get("status", {}).get(
+            "lastPodEventTime"
+        ):
+            try:
+                self.kube.update_status(raw)
+            except Conflict:
+                return Result(requeue_after=0.0)
+        if due is not None and not ready:
+            return Result(requeue_after=due - now)
+        return DONE
+
+    def _consolidatable_at(self, claim: NodeClaim, last_event: float | None) -> float | None:
+        pool = self.state.nodepools.get(claim.nodepool or "")
+        if pool is None:
+            return None
+        after = pool.disruption.consolidate_after_seconds
+        if after is None:
+            return None
+        initialized = cond.get_condition(claim.status.conditions, nc.INITIALIZED)
+        start = from_rfc3339(initialized["lastTransitionTime"]) if initialized else 0.0
+        return max(start, last_event or 0.0) + after
+
+    def drift_reason(self, claim: NodeClaim) -> str | None:
+        pool = self.state.nodepools.get(claim.nodepool or "")
+        if pool is None:
+            return None
+        annotations = claim.metadata.get("annotations") or {}
+        if annotations.get(wk.NODEPOOL_HASH, pool.template_hash()) != pool.template_hash():
+            return "NodePoolDrifted"
+        if not pool.requirements().satisfied_by_labels({**claim.labels, wk.NODEPOOL: pool.name}):
+            return "RequirementsDrifted"
+        instance_type = claim.labels.get(wk.INSTANCE_TYPE)
+        if instance_type and instance_type not in {
+            it.name for it in self.cloud.get_instance_types(pool)
+        }:
+            return "InstanceTypeNotFound"
+        nodeclass = self.state.nodeclasses.get(claim.node_class_ref.name)
+        recorded = annotations.get(wk.EC2NODECLASS_HASH)
+        if nodeclass is not None and recorded and recorded != nodeclass.static_hash():
+            return "NodeClassDrifted"
+        return self.cloud.is_drifted(claim)

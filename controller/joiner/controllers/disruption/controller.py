@@ -1,0 +1,219 @@
+"""The disruption pass [DISR-2]: every 10 seconds, the first method that finds
+something to do wins: emptiness, drift, multi-node then single-node consolidation.
+Emptiness and consolidation decisions are validated again 15 seconds later before
+the orchestrator carries them out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api.nodepool import NodePool
+from joiner.clock import Clock
+from joiner.cloudprovider.types import CloudProvider, InstanceType
+from joiner.controllers.disruption import methods
+from joiner.controllers.disruption.budgets import UNDERUTILIZED, allowed_disruptions
+from joiner.controllers.disruption.candidates import Candidate, build_candidates
+from joiner.controllers.disruption.methods import Command, ConsolidationOptions
+from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
+from joiner.controllers.disruption.orchestration import Orchestrator
+from joiner.controllers.provisioning import Provisioner
+from joiner.controllers.runtime import Result
+from joiner.scheduling.model import Plan
+from joiner.scheduling.solver import solve
+from joiner.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+KEY = "disruption"
+PASS_INTERVAL = 10.0
+VALIDATION_DELAY = 15.0
+WHEN_EMPTY = "WhenEmpty"
+
+
+@dataclass
+class Pending:
+    command: Command
+    method: str
+    validate_at: float
+
+
+class Disruption:
+    name = "disruption"
+
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        clock: Clock,
+        provisioner: Provisioner,
+        orchestrator: Orchestrator,
+        enqueue_orchestration: callable,
+        options: ConsolidationOptions,
+    ) -> None:
+        self.state, self.cloud, self.clock = state, cloud, clock
+        self.provisioner, self.orchestrator = provisioner, orchestrator
+        self.enqueue_orchestration = enqueue_orchestration
+        self.options = options
+        self.pending: Pending | None = None
+        self.last_skipped: dict[str, str] = {}
+        self._types: dict[str, Sequence[InstanceType]] = {}
+
+    @property
+    def busy(self) -> bool:
+        return self.pending is not None or self.orchestrator.busy
+
+    def reconcile(self, key: str) -> Result:
+        if not self.state.synced or self.orchestrator.busy:
+            return Result(requeue_after=PASS_INTERVAL)
+        self._types = {}
+        if self.pending is not None:
+            self._validate_and_act()
+            return Result(requeue_after=PASS_INTERVAL)
+        command, method = self._decide()
+        if command is not None:
+            if method == "drift":
+                self._act(command)
+            else:
+                self.pending = Pending(command, method, self.clock.now() + VALIDATION_DELAY)
+                return Result(requeue_after=VALIDATION_DELAY)
+        return Result(requeue_after=PASS_INTERVAL)
+
+    # --- deciding ----------------------------------------------------------------------
+
+    def _decide(self) -> tuple[Command | None, str]:
+        candidates, skipped = build_candidates(self.state, self._prices(), self.clock.now())
+        self.last_skipped = dict(skipped)
+        for method in ("emptiness", "drift", "multi", "single"):
+            command = getattr(self, f"_{method}")(candidates)
+            if command is not None:
+                return command, method
+        return None, ""
+
+    def _emptiness(self, candidates: list[Candidate]) -> Command | None:
+        consolidatable = [c for c in candidates if _consolidatable(c)]
+        verdict = methods.emptiness(consolidatable, self._allowed)
+        self.last_skipped.update(verdict.skipped)
+        return verdict.command
+
+    def _drift(self, candidates: list[Candidate]) -> Command | None:
+        drifted = [c for c in candidates if _drifted(c)]
+        verdict = methods.drift(drifted, self._allowed, self._simulate)
+        self.last_skipped.update(verdict.skipped)
+        return verdict.command
+
+    def _multi(self, candidates: list[Candidate]) -> Command | None:
+        return methods.multi_node(
+            self._underutilized(candidates), self._simulate, self._instance_types, self.options
+        )
+
+    def _single(self, candidates: list[Candidate]) -> Command | None:
+        verdict = methods.single_node(
+            self._underutilized(candidates), self._simulate, self._instance_types, self.options
+        )
+        self.last_skipped.update(verdict.skipped)
+        return verdict.command
+
+    def _underutilized(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Consolidatable candidates of WhenEmptyOrUnderutilized pools, within budget."""
+        chosen: list[Candidate] = []
+        taken: dict[str, int] = {}
+        for candidate in candidates:
+            pool = candidate.pool
+            if pool.disruption.consolidation_policy == WHEN_EMPTY or not _consolidatable(candidate):
+                continue
+            allowed = self._allowed(pool.name, UNDERUTILIZED)
+            if taken.get(pool.name, 0) >= allowed:
+                self.last_skipped[candidate.name] = f"budget {allowed} for {UNDERUTILIZED}"
+                continue
+            taken[pool.name] = taken.get(pool.name, 0) + 1
+            chosen.append(candidate)
+        return chosen
+
+    # --- validating and acting --------------------------------------------------------------
+
+    def _validate_and_act(self) -> None:
+        pending, self.pending = self.pending, None
+        assert pending is not None
+        names = {c.name for c in pending.command.candidates}
+        candidates, _ = build_candidates(self.state, self._prices(), self.clock.now())
+        current = [c for c in candidates if c.name in names]
+        if len(current) != len(names) or not all(_consolidatable(c) for c in current):
+            log.info("disruption invalidated: candidates changed")
+            return
+        if pending.method == "emptiness":
+            command = methods.emptiness(current, self._allowed).command
+        else:
+            command, _ = methods.consolidate(
+                current, self._simulate, self._instance_types, self.options
+            )
+        if command is None or len(command.replacements) > len(pending.command.replacements):
+            log.info("disruption invalidated: %s no longer holds", pending.command.describe())
+            return
+        self._act(command)
+
+    def _act(self, command: Command) -> None:
+        log.info("disrupting: %s", command.describe())
+        self.orchestrator.start(command)
+        self.enqueue_orchestration(ORCHESTRATION_KEY)
+
+    # --- simulation inputs ----------------------------------------------------------------
+
+    def _simulate(self, candidates: Sequence[Candidate]) -> Plan:
+        """Where the candidates' pods would go without them. Nodes still starting do not
+        count: their room is spoken for by the pods they were launched for."""
+        pods = [p for c in candidates for p in c.pods]
+        exclude = {c.name for c in candidates} | self.state.marked_for_deletion
+        snapshot = self.state.snapshot(exclude=exclude)
+        snapshot.nodes = [n for n in snapshot.nodes if n.initialized]
+        pools = self.provisioner.ready_nodepools()
+        types = {pool.name: self._instance_types(pool.name) for pool in pools}
+        return solve(pods, pools, types, snapshot)
+
+    def _instance_types(self, pool_name: str) -> Sequence[InstanceType]:
+        if pool_name not in self._types:
+            pool: NodePool = self.state.nodepools[pool_name]
+            self._types[pool_name] = self.cloud.get_instance_types(pool)
+        return self._types[pool_name]
+
+    def _allowed(self, pool_name: str, reason: str) -> int:
+        pool = self.state.nodepools[pool_name]
+        nodes = [sn for sn in self.state.managed_nodes() if sn.nodepool == pool_name]
+        return allowed_disruptions(
+            pool, reason, nodes, self.clock.now(), frozenset(self.state.marked_for_deletion)
+        )
+
+    def _prices(self) -> dict[str, float]:
+        """What each managed node costs now: its offering's price."""
+        prices: dict[str, float] = {}
+        for sn in self.state.managed_nodes():
+            pool = self.state.nodepools.get(sn.nodepool or "")
+            if pool is None:
+                continue
+            labels = sn.labels
+            for it in self._instance_types(pool.name):
+                if it.name != labels.get(wk.INSTANCE_TYPE):
+                    continue
+                prices[sn.name] = next(
+                    (
+                        o.price
+                        for o in it.offerings
+                        if o.zone == labels.get(wk.ZONE)
+                        and o.capacity_type == labels.get(wk.CAPACITY_TYPE)
+                    ),
+                    it.cheapest_price() or 0.0,
+                )
+        return prices
+
+
+def _consolidatable(candidate: Candidate) -> bool:
+    claim = candidate.node.nodeclaim
+    return claim is not None and claim.condition_true(nc.CONSOLIDATABLE)
+
+
+def _drifted(candidate: Candidate) -> bool:
+    claim = candidate.node.nodeclaim
+    return claim is not None and claim.condition_true(nc.DRIFTED)

@@ -1,0 +1,261 @@
+"""The decisions of one disruption pass [DISR-2, DISR-5..7], as pure functions over
+candidates and a rescheduling simulation.
+
+A ``Command`` says which nodes go, why, and which NodeClaims replace them.
+Methods return a command, or None with the reason each candidate was passed over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.cloudprovider.types import InstanceType
+from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
+from joiner.controllers.disruption.candidates import Candidate
+from joiner.scheduling.model import NodeClaimPlan, Plan
+
+MULTI_NODE_MAX_CANDIDATES = 100
+SPOT_TO_SPOT_MIN_TYPES = 15
+
+# (candidates) -> the plan for their pods on the rest of the cluster
+Simulate = Callable[[Sequence[Candidate]], Plan]
+
+
+@dataclass
+class Command:
+    reason: str  # Empty, Drifted, Underutilized
+    candidates: list[Candidate]
+    replacements: list[NodeClaimPlan] = field(default_factory=list)
+
+    @property
+    def decision(self) -> str:
+        return "replace" if self.replacements else "delete"
+
+    def describe(self) -> str:
+        names = ", ".join(c.name for c in self.candidates)
+        if not self.replacements:
+            return f"{self.reason}: delete {names}"
+        types = "; ".join(", ".join(r.instance_types[:3]) for r in self.replacements)
+        return f"{self.reason}: replace {names} with {len(self.replacements)} node(s) ({types})"
+
+
+@dataclass
+class Verdict:
+    command: Command | None
+    skipped: dict[str, str] = field(default_factory=dict)  # candidate -> why not
+
+
+# --- emptiness -------------------------------------------------------------------------
+
+
+def emptiness(candidates: Sequence[Candidate], allowed: Callable[[str, str], int]) -> Verdict:
+    """Every budget-allowed empty, consolidatable node goes at once [DISR-5]."""
+    chosen: list[Candidate] = []
+    skipped: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for candidate in candidates:
+        if candidate.pods:
+            continue
+        pool = candidate.pool.name
+        if taken.get(pool, 0) >= allowed(pool, EMPTY):
+            skipped[candidate.name] = f"budget {allowed(pool, EMPTY)} for {EMPTY}"
+            continue
+        taken[pool] = taken.get(pool, 0) + 1
+        chosen.append(candidate)
+    return Verdict(Command(EMPTY, chosen) if chosen else None, skipped)
+
+
+# --- drift -------------------------------------------------------------------------------
+
+
+def drift(
+    candidates: Sequence[Candidate], allowed: Callable[[str, str], int], simulate: Simulate
+) -> Verdict:
+    """Empty drifted nodes all at once; otherwise the earliest drifted node, replaced by
+    whatever its pods need [DISR-6]."""
+    skipped: dict[str, str] = {}
+    within = []
+    for candidate in sorted(candidates, key=_created):
+        if allowed(candidate.pool.name, DRIFTED) <= len(
+            [c for c in within if c.pool.name == candidate.pool.name]
+        ):
+            skipped[candidate.name] = (
+                f"budget {allowed(candidate.pool.name, DRIFTED)} for {DRIFTED}"
+            )
+            continue
+        within.append(candidate)
+    empty = [c for c in within if not c.pods]
+    if empty:
+        return Verdict(Command(DRIFTED, empty), skipped)
+    for candidate in within:
+        plan = simulate([candidate])
+        if plan.unplaceable:
+            skipped[candidate.name] = _unplaceable(plan)
+            continue
+        return Verdict(Command(DRIFTED, [candidate], list(plan.nodeclaims)), skipped)
+    return Verdict(None, skipped)
+
+
+def _created(candidate: Candidate) -> tuple[str, str]:
+    claim = candidate.node.nodeclaim
+    created = claim.metadata.get("creationTimestamp", "") if claim else ""
+    return (created, candidate.name)
+
+
+# --- consolidation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConsolidationOptions:
+    spot_to_spot: bool = False
+
+
+def consolidate(
+    candidates: Sequence[Candidate],
+    simulate: Simulate,
+    instance_types: Callable[[str], Sequence[InstanceType]],
+    options: ConsolidationOptions,
+) -> tuple[Command | None, str]:
+    """Remove ``candidates`` if their pods fit elsewhere, or replace them with one cheaper
+    node [DISR-7]. Returns the command or why not."""
+    plan = simulate(candidates)
+    if plan.unplaceable:
+        return None, _unplaceable(plan)
+    if not plan.nodeclaims:
+        return Command(UNDERUTILIZED, list(candidates)), ""
+    if len(plan.nodeclaims) > 1:
+        return None, f"would need {len(plan.nodeclaims)} new nodes"
+    replacement = plan.nodeclaims[0]
+    by_name = {it.name: it for it in instance_types(replacement.nodepool)}
+    narrowed, why = _cheaper_replacement(candidates, replacement, by_name, options)
+    if narrowed is None:
+        return None, why
+    return Command(UNDERUTILIZED, list(candidates), [narrowed]), ""
+
+
+def _cheaper_replacement(
+    candidates: Sequence[Candidate],
+    replacement: NodeClaimPlan,
+    by_name: dict[str, InstanceType],
+    options: ConsolidationOptions,
+) -> tuple[NodeClaimPlan | None, str]:
+    requirements = Requirements.from_node_selector_requirements(replacement.requirements)
+    capacity = requirements.get_requirement(wk.CAPACITY_TYPE)
+    if capacity.has(wk.CAPACITY_TYPE_SPOT) and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND):
+        # From on-demand to [on-demand, spot]: the price check assumes spot launches, so
+        # only spot may launch; if spot is short, the launch fails and the node stays.
+        requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_SPOT]))
+    all_spot = all(c.capacity_type == wk.CAPACITY_TYPE_SPOT for c in candidates)
+    spot_only = not requirements.get_requirement(wk.CAPACITY_TYPE).has(wk.CAPACITY_TYPE_ON_DEMAND)
+    spot_to_spot = all_spot and spot_only
+    if spot_to_spot and not options.spot_to_spot:
+        return None, "spot-to-spot consolidation is disabled (SpotToSpotConsolidation)"
+    total = sum(c.price for c in candidates)
+    current_types = {c.instance_type for c in candidates}
+    cheaper = []
+    for name in replacement.instance_types:
+        instance_type = by_name.get(name)
+        if instance_type is None or (len(candidates) == 1 and name in current_types):
+            continue
+        worst = _worst_launch_price(instance_type, requirements)
+        if worst is not None and worst < total:
+            cheaper.append((worst, name))
+    cheaper.sort()
+    if spot_to_spot and len(candidates) == 1:
+        if len(cheaper) < SPOT_TO_SPOT_MIN_TYPES:
+            return None, (
+                f"spot-to-spot needs {SPOT_TO_SPOT_MIN_TYPES} cheaper types, found {len(cheaper)}"
+            )
+        cheaper = cheaper[:SPOT_TO_SPOT_MIN_TYPES]
+    if not cheaper:
+        return None, "replacement not cheaper"
+    names = [name for _, name in cheaper]
+    return _narrow(replacement, requirements, names, cheaper[0][0]), ""
+
+
+def _worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+    prices = [o.price for o in instance_type.compatible_offerings(requirements)]
+    return max(prices) if prices else None
+
+
+def _narrow(
+    plan: NodeClaimPlan, requirements: Requirements, names: list[str], price: float
+) -> NodeClaimPlan:
+    requirements.add(Requirement.new(wk.INSTANCE_TYPE, IN, names))
+    entries: list[dict[str, Any]] = [
+        d for d in requirements.to_dicts() if d["key"] != wk.INSTANCE_TYPE
+    ]
+    entries.append({"key": wk.INSTANCE_TYPE, "operator": IN, "values": names})
+    return NodeClaimPlan(
+        nodepool=plan.nodepool,
+        hostname=plan.hostname,
+        requirements=entries,
+        instance_types=names,
+        requests=plan.requests,
+        daemonset_overhead=plan.daemonset_overhead,
+        taints=plan.taints,
+        startup_taints=plan.startup_taints,
+        labels=plan.labels,
+        pods=plan.pods,
+        price=price,
+    )
+
+
+def multi_node(
+    candidates: Sequence[Candidate],
+    simulate: Simulate,
+    instance_types: Callable[[str], Sequence[InstanceType]],
+    options: ConsolidationOptions,
+) -> Command | None:
+    """The largest prefix (>= 2) of the cheapest-to-disrupt candidates that consolidates,
+    by binary search [DISR-7]."""
+    pool = list(candidates)[:MULTI_NODE_MAX_CANDIDATES]
+    low, high, best = 2, len(pool), None
+    while low <= high:
+        middle = (low + high) // 2
+        command, _ = consolidate(pool[:middle], simulate, instance_types, options)
+        if command is not None:
+            best, low = command, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def single_node(
+    candidates: Sequence[Candidate],
+    simulate: Simulate,
+    instance_types: Callable[[str], Sequence[InstanceType]],
+    options: ConsolidationOptions,
+) -> Verdict:
+    """The first candidate, round robin over pools, that can go or be replaced cheaper."""
+    skipped: dict[str, str] = {}
+    for candidate in _round_robin(candidates):
+        command, why = consolidate([candidate], simulate, instance_types, options)
+        if command is not None:
+            return Verdict(command, skipped)
+        skipped[candidate.name] = why
+    return Verdict(None, skipped)
+
+
+def _round_robin(candidates: Sequence[Candidate]) -> list[Candidate]:
+    by_pool: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_pool.setdefault(candidate.pool.name, []).append(candidate)
+    queues = [by_pool[name] for name in sorted(by_pool)]
+    ordered: list[Candidate] = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                ordered.append(queue.pop(0))
+    return ordered
+
+
+def _unplaceable(plan: Plan) -> str:
+    key, why = next(iter(plan.unplaceable.items()))
+    more = len(plan.unplaceable) - 1
+    suffix = f" (and {more} more)" if more else ""
+    return f"pod {key} cannot be rescheduled: {why.constraint}: {why.message}{suffix}"

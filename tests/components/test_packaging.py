@@ -1,0 +1,78 @@
+"""What other Pulumi languages and the image build see: the component provider's schema
+(inferred from the annotations and docstrings) and the controller Dockerfile."""
+
+from pathlib import Path
+
+import pytest
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi_joiner import COMPONENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return Analyzer("joiner").analyze(COMPONENTS)
+
+
+def test_every_component_is_served_with_documented_inputs_and_outputs(schema):
+    definitions = schema["component_definitions"]
+    assert sorted(definitions) == sorted(c.__name__ for c in COMPONENTS)
+    for name, definition in definitions.items():
+        assert definition.description, name
+        for kind, properties in (("input", definition.inputs), ("output", definition.outputs)):
+            assert properties, (name, kind)
+            undocumented = [p for p, d in properties.items() if not d.description]
+            assert not undocumented, (name, kind, undocumented)
+
+
+def test_required_inputs(schema):
+    definitions = schema["component_definitions"]
+    required = {
+        name: sorted(p for p, d in c.inputs.items() if not d.optional)
+        for name, c in definitions.items()
+    }
+    assert required == {
+        "Cluster": ["clusterName"],
+        "Autoscaler": ["clusterName"],
+        "ControllerRole": ["clusterName", "nodeRoleArn"],
+        "NodeRole": ["clusterName"],
+        "InterruptionQueue": ["clusterName"],
+        "Controller": ["clusterName"],
+        "NodePool": ["clusterName", "nodeRoleName"],
+    }
+
+
+def test_provider_entry_point_serves_the_components():
+    main = (ROOT / "__main__.py").read_text()
+    assert 'component_provider_host(components=COMPONENTS, name="joiner"' in main
+
+
+def dockerfile_stages() -> list[list[str]]:
+    lines = [line.strip() for line in (ROOT / "controller" / "Dockerfile").read_text().splitlines()]
+    instructions = [line for line in lines if line and not line.startswith("#")]
+    stages: list[list[str]] = []
+    for instruction in instructions:
+        if instruction.startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(instruction)
+    return stages
+
+
+def test_dockerfile_is_multi_stage_non_root_and_shell_free():
+    build, runtime = dockerfile_stages()
+    assert runtime[0] == "FROM ${RUNTIME_IMAGE}"
+    text = (ROOT / "controller" / "Dockerfile").read_text()
+    assert "ARG RUNTIME_IMAGE=gcr.io/distroless/python3-debian12:nonroot" in text
+    # Nothing runs in the final stage, so it needs no shell; it runs as uid 65532.
+    assert not [i for i in runtime if i.startswith("RUN ")]
+    assert "USER 65532:65532" in runtime
+    assert runtime[-1] == 'ENTRYPOINT ["/usr/bin/python3", "-m", "joiner.cli", "controller"]'
+    # Only the controller package and its runtime dependencies: no components, no extras.
+    copies = [i for i in build if i.startswith("COPY ")]
+    assert copies == [
+        "COPY pyproject.toml README.md ./",
+        "COPY controller/joiner ./controller/joiner",
+    ]
+    assert any(i.startswith("RUN pip install --target /app/site-packages .") for i in build)

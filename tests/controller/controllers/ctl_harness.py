@@ -1,0 +1,238 @@
+"""The operator on a virtual clock, over the memory adapter and the fake cloud, with the
+test playing kubelet and kube-scheduler by hand. (A plain module, not conftest, so the
+tests import it by a name no other test directory uses.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api.conditions import FALSE, TRUE, set_condition
+from joiner.api.validation import validate_object
+from joiner.clock import FakeClock
+from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
+from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.kube.memory import MemoryKube
+from joiner.operator import Operator, OperatorOptions
+from joiner.state.feed import DrainFeed
+
+ZONE_A, ZONE_B = "test-zone-1", "test-zone-2"
+MAX_STEPS = 10_000
+
+
+def catalogue() -> list[InstanceType]:
+    """Three sizes, each spot in zone A and on-demand in zone B, priced so a bigger type
+    always costs more."""
+
+    def offerings(price: float) -> list[Offering]:
+        return [
+            Offering(ZONE_A, wk.CAPACITY_TYPE_SPOT, price),
+            Offering(ZONE_B, wk.CAPACITY_TYPE_ON_DEMAND, price * 2),
+        ]
+
+    return [
+        new_instance_type("small", cpu="2", memory="4Gi", pods=10, offerings=offerings(0.02)),
+        new_instance_type("medium", cpu="4", memory="8Gi", pods=20, offerings=offerings(0.04)),
+        new_instance_type("large", cpu="8", memory="16Gi", pods=40, offerings=offerings(0.08)),
+    ]
+
+
+def nodeclass(name: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "NodeRole",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+        },
+    }
+
+
+def nodepool(name: str = "default", **template_spec: Any) -> dict[str, Any]:
+    spec = {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "requirements": [
+            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]}
+        ],
+        **template_spec,
+    }
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": spec}},
+    }
+
+
+def pending_pod(
+    name: str,
+    cpu: str,
+    memory: str = "256Mi",
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A pod as a workload controller creates it (Pending, not yet looked at)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "app",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+class Harness:
+    """Drive the operator as the simulator does: at each instant pump the watches and run
+    every due reconcile until nothing more happens, then jump to the next due time."""
+
+    def __init__(
+        self,
+        instance_types: list[InstanceType] | None = None,
+        batch_idle: float = 1.0,
+        batch_max: float = 10.0,
+    ) -> None:
+        self.clock = FakeClock()
+        self.start = self.clock.now()
+        self.kube = MemoryKube(self.clock, garbage_collection="manual")
+        self.cloud = FakeCloudProvider(instance_types or catalogue(), self.clock)
+        self.operator = Operator(
+            self.kube,
+            self.cloud,
+            self.clock,
+            self.cloud.resolve_nodeclass,
+            OperatorOptions(batch_idle=batch_idle, batch_max=batch_max),
+            validate=validate_object,
+        )
+        self.operator.attach(DrainFeed)
+
+    # --- driving time -------------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Run the current instant to quiescence."""
+        for _ in range(MAX_STEPS):
+            ran = (
+                self.operator.pump()
+                + self.operator.manager.run_due()
+                + self.kube.collect_garbage()
+            )
+            if not ran:
+                return
+        raise AssertionError("the operator did not settle")
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time forward, stopping at every instant something is due."""
+        end = self.clock.now() + seconds
+        self.settle()
+        while True:
+            due = self.operator.manager.next_due()
+            if due is None or due > end:
+                break
+            self.clock.set(max(due, self.clock.now()))
+            self.settle()
+        self.clock.set(end)
+        self.settle()
+
+    def elapsed(self) -> float:
+        return self.clock.now() - self.start
+
+    # --- setup ----------------------------------------------------------------------------
+
+    def install(self, *manifests: dict[str, Any]) -> None:
+        for manifest in manifests:
+            self.kube.create(manifest)
+        self.settle()
+
+    def default_setup(self) -> None:
+        self.install(nodeclass(), nodepool())
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def nodeclaims(self) -> list[dict[str, Any]]:
+        return sorted(
+            self.kube.list("NodeClaim").items,
+            key=lambda c: (c["metadata"]["creationTimestamp"], c["metadata"]["name"]),
+        )
+
+    def events(self, reason: str | None = None) -> list[tuple[str, str, str]]:
+        """(involved object's kind, its name, reason) in creation order."""
+        items = sorted(
+            self.kube.list("Event").items, key=lambda e: int(e["metadata"]["resourceVersion"])
+        )
+        return [
+            (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"])
+            for e in items
+            if reason is None or e["reason"] == reason
+        ]
+
+    def create_unschedulable(self, pod: dict[str, Any]) -> None:
+        """Create the pod and mark it as kube-scheduler does when no node fits it."""
+        created = self.kube.create(pod)
+        created["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        ]
+        self.kube.update_status(created)
+
+    def pod(self, name: str) -> dict[str, Any]:
+        return self.kube.get("Pod", name, "default")
+
+    # --- playing kubelet and kube-scheduler ------------------------------------------------------
+
+    def register_node(self, claim_name: str, node_name: str | None = None) -> str:
+        """The instance's kubelet creates a NotReady Node carrying the providerID and the
+        labels user data gave it, tainted unregistered."""
+        claim = self.kube.get("NodeClaim", claim_name)
+        name = node_name or f"node-{claim_name}"
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {**claim["metadata"]["labels"], wk.HOSTNAME: name},
+            },
+            "spec": {
+                "providerID": claim["status"]["providerID"],
+                "taints": [dict(wk.UNREGISTERED_TAINT)],
+            },
+            "status": {
+                "capacity": claim["status"]["capacity"],
+                "allocatable": claim["status"]["allocatable"],
+                "conditions": [],
+            },
+        }
+        set_condition(node["status"]["conditions"], "Ready", FALSE, self.clock.now())
+        self.kube.create(node)
+        return name
+
+    def set_node_ready(self, node_name: str, ready: bool = True) -> None:
+        node = self.kube.get("Node", node_name)
+        status = TRUE if ready else FALSE
+        set_condition(node["status"]["conditions"], "Ready", status, self.clock.now())
+        self.kube.update_status(node)
+
+    def bind_running(self, pod_name: str, node_name: str) -> None:
+        """kube-scheduler binds the pod; the kubelet runs it and reports it Ready."""
+        self.kube.bind(pod_name, "default", node_name)
+        pod = self.pod(pod_name)
+        pod["status"]["phase"] = "Running"
+        set_condition(pod["status"]["conditions"], "Ready", TRUE, self.clock.now())
+        self.kube.update_status(pod)
+
+    def finish_terminating_pods(self) -> list[str]:
+        """The kubelet stops the containers of pods being deleted; returns their names."""
+        gone = []
+        for pod in self.kube.list("Pod").items:
+            if pod["metadata"].get("deletionTimestamp"):
+                self.kube.delete("Pod", pod["metadata"]["name"], "default", grace_period_seconds=0)
+                gone.append(pod["metadata"]["name"])
+        return sorted(gone)

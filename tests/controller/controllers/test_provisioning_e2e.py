@@ -1,0 +1,159 @@
+"""Pending pods -> one batch -> NodeClaim -> instance -> Node registered and Ready ->
+NodeClaim initialized, through the memory adapter and the fake cloud on a virtual clock
+[SCHED-1, SCHED-2, SCHED-11, LIFE-1]."""
+
+from __future__ import annotations
+
+from ctl_harness import ZONE_A, Harness, pending_pod
+
+from joiner.api import labels as wk
+from joiner.api.conditions import is_true
+
+
+LIFECYCLE = ("Launched", "Registered", "Initialized", "Ready")
+
+
+def _conditions(claim: dict) -> list[str]:
+    """The lifecycle conditions that are True, in the order they were set."""
+    conditions = claim["status"]["conditions"]
+    return [c["type"] for c in conditions if c["status"] == "True" and c["type"] in LIFECYCLE]
+
+
+def test_pending_pods_become_one_initialized_nodeclaim():
+    h = Harness()
+    h.default_setup()
+    for name, cpu in (("p0", "1500m"), ("p1", "1500m"), ("p2", "500m")):
+        h.create_unschedulable(pending_pod(name, cpu))
+
+    h.advance(0.9)
+    assert h.nodeclaims() == []  # the batch window (1s idle) is still open
+
+    h.advance(0.1)
+    [claim] = h.nodeclaims()
+    name = claim["metadata"]["name"]
+    assert name.startswith("default-")
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "3500m", "memory": "768Mi", "pods": "3"}
+    assert {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["medium", "large"]} in claim[
+        "spec"
+    ]["requirements"]
+    assert claim["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "default"
+    labels = claim["metadata"]["labels"]
+    assert (labels[wk.INSTANCE_TYPE], labels[wk.CAPACITY_TYPE], labels[wk.ZONE]) == (
+        "medium",
+        "spot",
+        ZONE_A,
+    )
+    assert claim["status"]["providerID"] == f"fake:///{ZONE_A}/i-00000000000000001"
+    assert claim["status"]["capacity"] == {"cpu": "4", "memory": "8Gi", "pods": "20"}
+    assert _conditions(claim) == ["Launched"]
+    assert h.events() == [
+        ("Pod", "p0", "Nominated"),
+        ("Pod", "p1", "Nominated"),
+        ("Pod", "p2", "Nominated"),
+        ("NodeClaim", name, "Launched"),
+    ]
+    messages = {e["message"] for e in h.kube.list("Event").items if e["reason"] == "Nominated"}
+    assert messages == {f"Pod should schedule on: nodeclaim/{name}"}
+
+    # The test plays kubelet: the Node appears with the instance's providerID, NotReady.
+    node_name = h.register_node(name)
+    h.settle()
+    node = h.kube.get("Node", node_name)
+    assert node["spec"]["taints"] == []  # the unregistered taint is gone
+    assert node["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    assert node["metadata"]["labels"][wk.NODE_REGISTERED] == "true"
+    assert wk.NODE_INITIALIZED not in node["metadata"]["labels"]
+    claim = h.kube.get("NodeClaim", name)
+    assert claim["status"]["nodeName"] == node_name
+    assert _conditions(claim) == ["Launched", "Registered"]
+
+    h.advance(10)  # still NotReady: the claim waits
+    assert _conditions(h.kube.get("NodeClaim", name)) == ["Launched", "Registered"]
+
+    h.set_node_ready(node_name)
+    h.settle()
+    claim = h.kube.get("NodeClaim", name)
+    assert _conditions(claim) == ["Launched", "Registered", "Initialized", "Ready"]
+    assert h.kube.get("Node", node_name)["metadata"]["labels"][wk.NODE_INITIALIZED] == "true"
+    assert h.events("Registered") == [("NodeClaim", name, "Registered")]
+    assert h.events("Initialized") == [("NodeClaim", name, "Initialized")]
+    assert h.cloud.instances[claim["status"]["providerID"]].instance_type == "medium"
+    created = h.operator.metrics.nodeclaims_created.labels("default", "provisioning")
+    assert created._value.get() == 1
+
+
+def test_startup_taints_hold_initialization_until_removed():
+    h = Harness()
+    startup = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
+    h.install(*_default_with(startupTaints=[startup]))
+    h.create_unschedulable(pending_pod("p0", "1"))
+    h.advance(1)
+    [claim] = h.nodeclaims()
+    name = claim["metadata"]["name"]
+    node_name = h.register_node(name)
+    h.settle()
+    assert h.kube.get("Node", node_name)["spec"]["taints"] == [startup]
+    h.set_node_ready(node_name)
+    h.advance(10)
+    assert not is_true(h.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")
+
+    node = h.kube.get("Node", node_name)
+    node["spec"]["taints"] = []  # the agent owning the startup taint removes it
+    h.kube.update(node)
+    h.advance(5)  # the next poll sees it
+    assert is_true(h.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")
+
+
+def test_window_closes_at_the_maximum_when_pods_keep_coming():
+    h = Harness(batch_idle=1.0, batch_max=3.0)
+    h.default_setup()
+    for i in range(8):  # a new pod every 0.5s: the idle timeout never expires
+        h.create_unschedulable(pending_pod(f"p{i}", "100m"))
+        h.advance(0.5)
+    [claim] = h.nodeclaims()
+    assert claim["metadata"]["creationTimestamp"] == "2026-01-01T00:00:03Z"
+    assert claim["spec"]["resources"]["requests"]["pods"] == "6"  # p0..p5 arrived by t=2.5
+
+
+def test_unplaceable_pod_gets_failed_scheduling_and_no_nodeclaim():
+    h = Harness()
+    h.default_setup()
+    h.create_unschedulable(pending_pod("huge", "16"))
+    h.advance(1)
+    assert h.nodeclaims() == []
+    assert h.events() == [("Pod", "huge", "FailedScheduling")]
+    [event] = h.kube.list("Event").items
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        "Failed to schedule pod, resources: nodepool 'default': no instance type has room "
+        "for cpu=16, memory=256Mi, pods=1 (pod + daemonsets)"
+    )
+
+
+def test_pods_arriving_later_fill_the_in_flight_nodeclaim_first():
+    h = Harness()
+    h.default_setup()
+    h.create_unschedulable(pending_pod("p0", "1500m"))
+    h.create_unschedulable(pending_pod("p1", "1500m"))
+    h.advance(1)
+    [first] = h.nodeclaims()
+    assert first["metadata"]["labels"][wk.INSTANCE_TYPE] == "medium"
+
+    h.create_unschedulable(pending_pod("p2", "1"))  # fits the 1 CPU left on the medium
+    h.advance(1)
+    assert [c["metadata"]["name"] for c in h.nodeclaims()] == [first["metadata"]["name"]]
+    assert h.events("Nominated")[-1] == ("Pod", "p2", "Nominated")
+
+    h.create_unschedulable(pending_pod("p3", "1"))  # no room left: a second NodeClaim
+    h.advance(1)
+    claims = h.nodeclaims()
+    assert len(claims) == 2
+    assert claims[1]["spec"]["resources"]["requests"]["cpu"] == "1"
+    assert claims[1]["metadata"]["labels"][wk.INSTANCE_TYPE] == "small"
+
+
+def _default_with(**template_spec: object) -> tuple[dict, dict]:
+    from ctl_harness import nodeclass, nodepool
+
+    return nodeclass(), nodepool(**template_spec)
