@@ -47,9 +47,11 @@ class AutoscalerArgs(TypedDict, total=False):
     """Issuer URL of the cluster's OIDC provider (required unless use_pod_identity)."""
     use_pod_identity: bool
     """Bind the controller role with EKS Pod Identity instead of IRSA (default false)."""
+    kubernetes_provider: k8s.Provider
+    """Kubernetes provider for the cluster (or set kubeconfig, or pass the provider in the
+    component's providers option; without any, the ambient kubeconfig is used)."""
     kubeconfig: pulumi.Input[str]
-    """Kubeconfig for the cluster. When unset, pass a kubernetes provider in the
-    component's providers option (or rely on the ambient one)."""
+    """Kubeconfig for the cluster; the component creates its Kubernetes provider from it."""
     region: pulumi.Input[str]
     """AWS region of the cluster (default: the AWS provider's region)."""
     account_id: pulumi.Input[str]
@@ -252,12 +254,21 @@ class Autoscaler(pulumi.ComponentResource):
         return controller_args
 
     def _kubernetes_provider(self, name: str, args: AutoscalerArgs) -> list[k8s.Provider]:
-        """A provider for the given kubeconfig; none (inherit the parent's) without one."""
-        if not args.get("kubeconfig"):
-            return []
-        return [
-            k8s.Provider(f"{name}-kubernetes", kubeconfig=args["kubeconfig"], opts=child_opts(self))
-        ]
+        """The given provider, or one for the given kubeconfig; none (inherit the parent's)
+        without either."""
+        if args.get("kubernetes_provider") and args.get("kubeconfig"):
+            raise ArgumentError(
+                f"Autoscaler {name!r}: set argument 'kubernetes_provider' or 'kubeconfig', not both"
+            )
+        if args.get("kubernetes_provider"):
+            return [args["kubernetes_provider"]]
+        if args.get("kubeconfig"):
+            return [
+                k8s.Provider(
+                    f"{name}-kubernetes", kubeconfig=args["kubeconfig"], opts=child_opts(self)
+                )
+            ]
+        return []
 
 
 def _node_pools(name: str, args: AutoscalerArgs) -> dict[str, Mapping[str, Any]]:

@@ -114,19 +114,23 @@ class Controller(pulumi.ComponentResource):
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             **_body(manifests.deployment(config)),
-            opts=child_opts(self, depends_on=[*crds, *access]),
+            opts=child_opts(self, depends_on=[*namespace, *crds, *access]),
         )
         k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", **_body(manifests.pod_disruption_budget(config)), opts=child_opts(self)
+            f"{name}-pdb",
+            **_body(manifests.pod_disruption_budget(config)),
+            opts=child_opts(self, depends_on=namespace),
         )
         service = k8s.core.v1.Service(
-            f"{name}-metrics", **_body(manifests.metrics_service(config)), opts=child_opts(self)
+            f"{name}-metrics",
+            **_body(manifests.metrics_service(config)),
+            opts=child_opts(self, depends_on=namespace),
         )
         if args.get("service_monitor"):
             custom_resource(
                 f"{name}-service-monitor",
                 manifests.service_monitor(config),
-                child_opts(self, depends_on=[service]),
+                child_opts(self, depends_on=[*namespace, service]),
             )
         self.namespace = pulumi.Output.from_input(config.namespace)
         self.service_account_name = pulumi.Output.from_input(config.service_account)

@@ -40,6 +40,7 @@ class Registered:
     parent: str
     dependencies: list[str]
     custom: bool
+    provider: str  # "<provider urn>::<provider id>" for custom resources, else ""
 
 
 @dataclass
@@ -189,6 +190,7 @@ class RecordingMonitor(MockMonitor):
                 parent=request.parent,
                 dependencies=list(request.dependencies),
                 custom=custom,
+                provider=request.provider,
             )
         )
 

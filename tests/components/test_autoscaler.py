@@ -209,6 +209,20 @@ def test_several_pools_with_overrides(run):
     ]
 
 
+def test_a_given_kubernetes_provider_is_used_for_every_kubernetes_object(run):
+    import pulumi_kubernetes as k8s
+
+    def program():
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        Autoscaler("joiner", {**BASE, "kubernetes_provider": provider})
+
+    program = run(program)
+    (provider,) = program.of_type("pulumi:providers:kubernetes")
+    kubernetes = [r for r in program.resources if r.type.startswith("kubernetes:")]
+    assert kubernetes
+    assert all(r.provider.startswith(provider.urn + "::") for r in kubernetes)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -225,6 +239,10 @@ def test_several_pools_with_overrides(run):
             "NodePool 'joiner-default': argument 'node_pool' is invalid: spec.weight",
         ),
         ({**BASE, "oidc_provider_arn": None}, "argument 'oidc_provider_arn' is required for IRSA"),
+        (
+            {**BASE, "kubeconfig": "{}", "kubernetes_provider": object()},
+            "set argument 'kubernetes_provider' or 'kubeconfig', not both",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(run, args, message):

@@ -188,12 +188,23 @@ def test_rbac_is_exactly_the_spec(program):
     }
     readable = {(g, r) for g, r, v in granted if v in read}
     assert readable == {
-        ("", "pods"), ("", "nodes"), ("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("", "namespaces"),
-        ("storage.k8s.io", "storageclasses"), ("storage.k8s.io", "csinodes"), ("storage.k8s.io", "volumeattachments"),
-        ("apps", "daemonsets"), ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
+        ("", "pods"),
+        ("", "nodes"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("", "namespaces"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("apps", "daemonsets"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
         ("policy", "poddisruptionbudgets"),
-        ("karpenter.sh", "nodepools"), ("karpenter.sh", "nodeclaims"), ("karpenter.k8s.aws", "ec2nodeclasses"),
-    }  # fmt: skip
+        ("karpenter.sh", "nodepools"),
+        ("karpenter.sh", "nodeclaims"),
+        ("karpenter.k8s.aws", "ec2nodeclasses"),
+    }
     (role,) = program.kubernetes("Role")
     assert role.inputs["metadata"]["namespace"] == "karpenter"
     assert {g for rule in role.inputs["rules"] for g in rule["apiGroups"]} == {
@@ -215,6 +226,15 @@ def test_service_account_pdb_and_metrics_service(program):
     assert service.inputs["spec"]["ports"][0]["port"] == 8080
     assert program.outputs["namespace"] == "karpenter"
     assert program.outputs["deployment"] == "joiner"
+
+
+def test_namespaced_objects_wait_for_the_namespace(program):
+    (namespace,) = program.kubernetes("Namespace")
+    namespaced = [r for r in program.resources if r.type.startswith("kubernetes:")]
+    namespaced = [r for r in namespaced if r.inputs["metadata"].get("namespace")]
+    assert len(namespaced) == 6
+    for resource in namespaced:
+        assert program.depends_on(resource, namespace), resource.name
 
 
 def test_deployment_waits_for_crds_and_rbac(program):
@@ -286,3 +306,15 @@ def test_bad_input_names_the_argument(run, extra, message):
     args = {k: v for k, v in {**BASE, **extra}.items() if v is not None}
     with pytest.raises(pulumi.RunError, match=message):
         run(controller(args), preview=True)
+
+
+def test_every_env_var_is_documented_by_joiner_controller_help(program, capsys):
+    from joiner.cli import main
+
+    (container,) = deployment_spec(program)["template"]["spec"]["containers"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["controller", "--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    for item in container["env"]:
+        assert f"  {item['name']} " in help_text, item["name"]

@@ -80,7 +80,7 @@ def test_aws_auth_mode_returns_the_mapping_and_creates_no_access_entry(run):
 def test_node_role_bad_access_mode(run):
     with pytest.raises(
         pulumi.RunError,
-        match="NodeRole 'nodes': argument 'access_mode' must be one of access_entry, aws_auth, none",
+        match="NodeRole 'nodes': argument 'access_mode' must be one of access_entry, aws_auth",
     ):
         run(node_role({"cluster_name": "demo", "access_mode": "iam"}), preview=True)
 

@@ -76,3 +76,14 @@ def test_dockerfile_is_multi_stage_non_root_and_shell_free():
         "COPY controller/joiner ./controller/joiner",
     ]
     assert any(i.startswith("RUN pip install --target /app/site-packages .") for i in build)
+
+
+def test_docs_document_every_argument_and_output(schema):
+    docs = (ROOT / "docs" / "pulumi.md").read_text()
+    sections = {section.split("\n", 1)[0].strip(): section for section in docs.split("\n### ")[1:]}
+    for name, definition in schema["component_definitions"].items():
+        section = sections[name]
+        for schema_name, python_name in definition.inputs_mapping.items():
+            assert f"| `{python_name}` (`{schema_name}`) |" in section, (name, python_name)
+        for schema_name, python_name in definition.outputs_mapping.items():
+            assert f"| `{python_name}` (`{schema_name}`) |" in section, (name, python_name)

@@ -86,7 +86,7 @@ def test_new_cluster_rejects_a_bad_node_pool_override(run):
         "joiner:nodePools": '{"default": {"nodePool": {"weight": 1000}}}',
     }
     with pytest.raises(
-        pulumi.RunError, match="argument 'node_pool' is invalid: spec.weight: must be <= 100"
+        pulumi.RunError, match=r"argument 'node_pool' is invalid: spec\.weight: must be <= 100"
     ):
         run(stack(NEW_CLUSTER), config=config, preview=True)
     config["joiner:nodePools"] = '{"default": {"limits": {}}}'
@@ -147,3 +147,33 @@ def test_existing_cluster_without_a_cluster_is_a_clear_error(run):
         pulumi.RunError, match="Missing required configuration 'joiner:clusterName'"
     ):
         run(stack(EXISTING_CLUSTER), config={"aws:region": "us-west-2"}, preview=True)
+
+
+def readme_deployments() -> list[tuple[Path, str, dict[str, str]]]:
+    """(program, stack, config) for each shell block of the README's Pulumi section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Deploy with Pulumi", 1)[1].split("\n## ", 1)[0]
+    deployments = []
+    for block in section.split("```sh\n")[1:]:
+        lines = [line.split("#", 1)[0].split() for line in block.split("```", 1)[0].splitlines()]
+        program, stack_name, config = NEW_CLUSTER, None, {}
+        for words in lines:
+            if words[:2] == ["cd", "stacks/existing_cluster"]:
+                program = EXISTING_CLUSTER
+            elif words[:3] == ["pulumi", "stack", "init"]:
+                stack_name = words[3]
+            elif words[:3] == ["pulumi", "config", "set"]:
+                config[words[3]] = words[4]
+        assert any(words == ["pulumi", "up"] for words in lines)
+        deployments.append((program, stack_name, config))
+    return deployments
+
+
+def test_readme_instructions_run_as_written(run):
+    deployments = readme_deployments()
+    assert [program for program, _, _ in deployments] == [NEW_CLUSTER, EXISTING_CLUSTER]
+    for program_path, stack_name, config in deployments:
+        program = run(stack(program_path), config=config, stack=stack_name)
+        autoscaler = program.one("joiner:index:Autoscaler")
+        assert program.ancestors(autoscaler) in ([], ["joiner:index:Cluster"])
+        assert program.outputs["interruptionQueue"] == config.get("joiner:clusterName", stack_name)

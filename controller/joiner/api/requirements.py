@@ -235,7 +235,7 @@ class Requirement:
                 # Unsatisfiable: the label must exist and must not.
                 out.append({"key": self.key, "operator": EXISTS})
             out.append({"key": self.key, "operator": DOES_NOT_EXIST})
-        if self.min_values is not None:
+        if self.min_values is not None and out:  # out is empty only for "no constraint"
             out[0]["minValues"] = self.min_values
         return out
 

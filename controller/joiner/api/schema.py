@@ -30,13 +30,17 @@ class Rule:
     """A cross-field check. ``holds(value)`` (or ``holds(old, new)`` for a transition rule)
     is True when the value is acceptable. ``cel`` is the same check for the API server;
     a rule without CEL (cron syntax, quantity ranges) is enforced by Joiner only.
-    ``field_path`` says where the error is reported, relative to the node (".values")."""
+    ``field_path`` says where the error is reported, relative to the node (".values").
+    A message that names the offending entry is ``describe(value)`` in Python and
+    ``message_expression`` in CEL; ``message`` stays the API server's fallback."""
 
     message: str
     holds: Callable[..., bool]
     cel: str | None = None
     field_path: str = ""
     transition: bool = False
+    message_expression: str | None = None
+    describe: Callable[[Any], str] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,6 +179,8 @@ def _add_children(schema: Schema, out: dict[str, Any]) -> None:
 
 def _rule_to_openapi(rule: Rule) -> dict[str, str]:
     out = {"rule": rule.cel or "", "message": rule.message}
+    if rule.message_expression:
+        out["messageExpression"] = rule.message_expression
     if rule.field_path:
         out["fieldPath"] = rule.field_path
     return out

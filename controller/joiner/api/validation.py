@@ -260,7 +260,8 @@ def _rule_errors(schema: Schema, value: Any, path: str, malformed: bool) -> list
                 raise
             continue
         if not holds:
-            errors.append(FieldError(_join(path, rule.field_path), rule.message))
+            message = rule.describe(value) if rule.describe else rule.message
+            errors.append(FieldError(_join(path, rule.field_path), message))
     return errors
 
 

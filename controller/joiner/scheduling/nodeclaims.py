@@ -81,6 +81,10 @@ class Draft:
         requirement = self.requirements.get_requirement(key)
         return sorted(v for v in self.pool.domains(key) if requirement.has(v))
 
+    def price(self) -> float:
+        """The cheapest offering of any candidate type under the requirements."""
+        return float(self.pool.offering_prices(self.requirements)[self.idx].min())
+
     def reservation(self) -> np.ndarray:
         """What this NodeClaim may take from its pool's limits: the largest capacity
         among its candidate types [SPEC 3.9]."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
+from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.resources import ResourceList
 from joiner.scheduling.model import Pod
@@ -19,7 +21,13 @@ def _container_requests(container: Mapping) -> ResourceList:
     # A limit without a request means request == limit (Kubernetes defaulting).
     merged = dict(resources.get("limits") or {})
     merged.update(resources.get("requests") or {})
-    return res.parse_resource_list(merged)
+    return dict(_parsed(tuple((k, str(v)) for k, v in merged.items())))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
+    """Parsing quantities is slow and pods repeat the same few: memoised."""
+    return tuple(res.parse_resource_list(dict(items)).items())
 
 
 def pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> ResourceList:
@@ -67,6 +75,23 @@ def host_port_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> 
         if ips and (ip == WILDCARD_IP or WILDCARD_IP in ips or ip in ips):
             return (ip, protocol, port)
     return None
+
+
+def is_provisionable(pod: Pod) -> bool:
+    """SCHED-1: unschedulable (PodScheduled=False, reason Unschedulable), not bound, not
+    nominated, not a daemonset pod and not a mirror pod."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    if (pod.get("spec") or {}).get("nodeName") or status.get("nominatedNodeName"):
+        return False
+    if is_owned_by_daemonset(pod) or wk.MIRROR_POD in (meta.get("annotations") or {}):
+        return False
+    return any(
+        c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in status.get("conditions") or ()
+    )
 
 
 def labels_of(pod: Pod) -> dict[str, str]:

@@ -14,6 +14,7 @@ pods keep being placed. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,7 @@ from joiner.scheduling.pods import (
     pod_requests,
 )
 from joiner.scheduling.preferences import PodConstraints, affinity_term_group, build_constraints
+from joiner.scheduling.repack import repack
 from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint, untolerated
 from joiner.scheduling.topology import (
     ANTI_AFFINITY,
@@ -217,13 +219,14 @@ class _Solver:
         live = [n for n in snapshot.nodes if not n.marked_for_deletion]
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
         self.nodes = [self._node_target(n) for n in live]
-        self.topology = Topology(self._domain_sources, live)
+        self.topology = Topology(self._domain_sources, live, bool(self.pools))
         self._record_existing_anti_affinity(live)
         self.groups = [g for g in self.groups if self._constrain(g)]
         for group in self.groups:
             group.selecting = self.topology.selecting(group.namespace, group.labels)
             group.selecting_anti = [g for g in group.selecting if g.kind == ANTI_AFFINITY]
         self.drafts: list[Draft] = []
+        self._claim_numbers = itertools.count(1)
         self.placed = 0
         self._compatible: dict[tuple[str, str], str | None] = {}
         self._node_reasons: dict[int, Rejection] = {}  # last refusal per node, this group
@@ -368,8 +371,37 @@ class _Solver:
                 self.plan.unplaceable[key] = Unplaceable(
                     key, rejection.constraint, rejection.message
                 )
+        self._repack_free_drafts()
         self.plan.nodeclaims = [finalize(d) for d in self.drafts]
         return self.plan
+
+    def _repack_free_drafts(self) -> None:
+        """Per pool, pack the NodeClaims that hold only free pods again when that is
+        cheaper (see ``repack``). Pools with limits keep their packing."""
+        owner = {key: g for g in self.groups for key in g.keys}
+        by_pool: dict[str, list[Draft]] = {}
+        for draft in self.drafts:
+            pool = draft.pool
+            if pool.limits or draft.sig != self._pool_signature(pool):
+                continue
+            if all(_is_free(owner[key]) for key in draft.pods):
+                by_pool.setdefault(pool.name, []).append(draft)
+        for drafts in by_pool.values():
+            pool = drafts[0].pool
+            candidates = np.nonzero(
+                pool.compatible_types(pool.requirements, self._pool_signature(pool))
+            )[0]
+            pods = [(owner[key].vector, key) for d in drafts for key in d.pods]
+            packed = repack(pool, candidates, pods, lambda p=pool: self._hostname(p))
+            if packed and sum(d.price() for d in packed) < sum(d.price() for d in drafts) - 1e-9:
+                replaced = {id(d) for d in drafts}
+                self.drafts = [d for d in self.drafts if id(d) not in replaced] + packed
+
+    def _pool_signature(self, pool: PoolCatalog) -> str:
+        return repr(pool.requirements.to_dicts())
+
+    def _hostname(self, pool: PoolCatalog) -> str:
+        return f"{pool.name}-nodeclaim-{next(self._claim_numbers)}"
 
     def _schedule(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -668,23 +700,19 @@ class _Solver:
         self, pool: PoolCatalog, group: _Group, constraints: PodConstraints
     ) -> Rejection | tuple[Requirements, str, np.ndarray]:
         """Whether the pool can take the group at all, and its compatible types."""
-        cache_key = (
-            pool.name,
-            id(group),
-            constraints.signature,
-            constraints.honor_prefer_no_schedule,
-        )
-        found = self._pool_base.get(cache_key)
-        if found is None:
-            found = self._pool_base[cache_key] = self._compute_base(pool, group, constraints)
-        return found
-
-    def _compute_base(
-        self, pool: PoolCatalog, group: _Group, constraints: PodConstraints
-    ) -> Rejection | tuple[Requirements, str, np.ndarray]:
         taint = untolerated(group.tolerations, pool.taints, constraints.honor_prefer_no_schedule)
         if taint is not None:
             return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+        volumes = constraints.volume_requirements
+        cache_key = (pool.name, constraints.signature, repr(volumes.to_dicts()) if volumes else "")
+        found = self._pool_base.get(cache_key)
+        if found is None:
+            found = self._pool_base[cache_key] = self._pool_types(pool, constraints)
+        return found
+
+    def _pool_types(
+        self, pool: PoolCatalog, constraints: PodConstraints
+    ) -> Rejection | tuple[Requirements, str, np.ndarray]:
         conflict = _volume_conflict(constraints)
         if conflict is not None:
             return Rejection(m.VOLUME_ZONES, conflict, True)
@@ -744,7 +772,7 @@ class _Solver:
             idx = self._within_limits(pool, idx)
             if isinstance(idx, Rejection):
                 return idx
-        hostname = f"{pool.name}-nodeclaim-{len(self.drafts) + 1}"
+        hostname = self._hostname(pool)
         draft = Draft(pool, hostname, requirements, signature, idx)
         fit = self._check_draft(draft, group, constraints, limit)
         if isinstance(fit, Rejection):
@@ -817,6 +845,21 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+
+
+def _is_free(group: _Group) -> bool:
+    """Whether moving the group's pods between NodeClaims of its pool changes nothing
+    but cost: no topology (own or counted), node requirements, host ports or volumes."""
+    constraints = group.constraints
+    assert constraints is not None
+    return not (
+        constraints.topology
+        or constraints.requirements
+        or group.ports
+        or group.volumes.usage
+        or group.volumes.requirements
+        or group.selecting
+    )
 
 
 def _refuse(plan: Plan, pods: Sequence[Pod], constraint: str, message: str) -> None:

@@ -74,10 +74,13 @@ class Topology:
         self,
         domain_sources: Callable[[str], Mapping[str, Sequence[Sequence[Mapping[str, Any]]]]],
         nodes: Sequence[ExistingNode],
+        new_nodes_possible: bool = True,
     ) -> None:
         # key -> domain -> taint lists of the pools/nodes offering that domain
         self._domain_sources = domain_sources
         self._nodes = nodes
+        # a new node is an empty hostname domain, so the hostname skew floor is 0
+        self._new_nodes_possible = new_nodes_possible
         self._groups: dict[tuple, TopologyGroup] = {}
         self._universe: dict[str, Mapping[str, Sequence[Sequence[Mapping[str, Any]]]]] = {}
         self._eligible: dict[tuple, frozenset[str]] = {}
@@ -217,8 +220,10 @@ class Topology:
     ) -> list[str] | Rejection:
         counts = group.counts
         hostname = group.key == wk.HOSTNAME
-        if hostname or (group.min_domains and len(eligible) < group.min_domains):
-            floor = 0  # a new node is always an empty hostname domain
+        if (hostname and self._new_nodes_possible) or (
+            group.min_domains and len(eligible) < group.min_domains
+        ):
+            floor = 0
         else:
             floor = min((counts.get(d, 0) for d in eligible), default=0)
         allowed = [
@@ -229,7 +234,9 @@ class Topology:
         if allowed:
             return allowed
         return Rejection(
-            TOPOLOGY_SPREAD, f"maxSkew {group.max_skew} on {group.key} would be exceeded", hostname
+            TOPOLOGY_SPREAD,
+            f"maxSkew {group.max_skew} on {group.key} would be exceeded",
+            hostname and self._new_nodes_possible,
         )
 
     def blocked_by_owners(

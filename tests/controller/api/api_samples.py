@@ -91,10 +91,20 @@ NODEPOOL_CASES = [
     ),
     _label("karpenter.sh/registered", 'label "karpenter.sh/registered" is restricted'),
     _label("karpenter.sh/initialized", 'label "karpenter.sh/initialized" is restricted'),
-    _label("karpenter.sh/team", 'label domain "karpenter.sh" is restricted'),
-    _label("karpenter.k8s.aws/custom", 'label domain "karpenter.k8s.aws" is restricted'),
-    _label("kubernetes.io/team", 'label domain "kubernetes.io" is restricted'),
-    _label("example.k8s.io/team", 'label domain "k8s.io" is restricted'),
+    _label(
+        "karpenter.sh/team", 'label "karpenter.sh/team" is in the restricted domain "karpenter.sh"'
+    ),
+    _label(
+        "karpenter.k8s.aws/custom",
+        'label "karpenter.k8s.aws/custom" is in the restricted domain "karpenter.k8s.aws"',
+    ),
+    _label(
+        "kubernetes.io/team",
+        'label "kubernetes.io/team" is in the restricted domain "kubernetes.io"',
+    ),
+    _label(
+        "example.k8s.io/team", 'label "example.k8s.io/team" is in the restricted domain "k8s.io"'
+    ),
     Case(
         "label-value",
         NP,
@@ -182,7 +192,12 @@ NODEPOOL_CASES = [
     _req(
         "key-karpenter-domain",
         {"key": "karpenter.sh/anything", "operator": "Exists"},
-        [(f"{REQ}[0].key", 'label domain "karpenter.sh" is restricted')],
+        [
+            (
+                f"{REQ}[0].key",
+                'label "karpenter.sh/anything" is in the restricted domain "karpenter.sh"',
+            )
+        ],
     ),
     _req(
         "key-malformed",

@@ -38,6 +38,12 @@ def _cel(cel: str, **variables: Any) -> bool:
     return bool(result)
 
 
+def _cel_text(cel: str, **variables: Any) -> str:
+    result = _program(cel).evaluate({k: celpy.json_to_cel(v) for k, v in variables.items()})
+    assert isinstance(result, str), f"{cel!r} gave {result!r}"
+    return str(result)
+
+
 def _nodes(schema: Schema) -> Iterator[Schema]:
     yield schema
     for child in (*schema.properties.values(), schema.values, schema.items):
@@ -80,7 +86,10 @@ def test_cel_rules_agree_with_their_python_twins_on_every_sample() -> None:
             key = (rule.cel or "", json.dumps(value, sort_keys=True))
             if rule.cel and key not in seen:  # samples share most of their content
                 seen.add(key)
-                assert _cel(rule.cel, self=value) == rule.holds(value), (rule.message, path)
+                holds = rule.holds(value)
+                assert _cel(rule.cel, self=value) == holds, (rule.message, path)
+                if not holds and rule.message_expression and rule.describe:
+                    assert _cel_text(rule.message_expression, self=value) == rule.describe(value)
     assert len(seen) > 500
 
 

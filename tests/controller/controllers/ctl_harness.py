@@ -122,9 +122,7 @@ class Harness:
         """Run the current instant to quiescence."""
         for _ in range(MAX_STEPS):
             ran = (
-                self.operator.pump()
-                + self.operator.manager.run_due()
-                + self.kube.collect_garbage()
+                self.operator.pump() + self.operator.manager.run_due() + self.kube.collect_garbage()
             )
             if not ran:
                 return

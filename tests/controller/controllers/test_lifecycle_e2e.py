@@ -5,7 +5,6 @@ never registers is deleted after 15 minutes, one never launched after 5."""
 from __future__ import annotations
 
 from ctl_harness import ZONE_A, ZONE_B, Harness, nodeclass, nodepool, pending_pod
-
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.types import CloudProviderError

@@ -5,10 +5,8 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 from __future__ import annotations
 
 from ctl_harness import ZONE_A, Harness, pending_pod
-
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
-
 
 LIFECYCLE = ("Launched", "Registered", "Initialized", "Ready")
 
@@ -32,7 +30,11 @@ def test_pending_pods_become_one_initialized_nodeclaim():
     [claim] = h.nodeclaims()
     name = claim["metadata"]["name"]
     assert name.startswith("default-")
-    assert claim["spec"]["resources"]["requests"] == {"cpu": "3500m", "memory": "768Mi", "pods": "3"}
+    assert claim["spec"]["resources"]["requests"] == {
+        "cpu": "3500m",
+        "memory": "768Mi",
+        "pods": "3",
+    }
     assert {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["medium", "large"]} in claim[
         "spec"
     ]["requirements"]

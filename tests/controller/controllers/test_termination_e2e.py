@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from ctl_harness import Harness, nodeclass, nodepool, pending_pod
-
 from joiner.api import labels as wk
 from joiner.api.conditions import TRUE, is_true, set_condition
 from joiner.kube.api import NotFound
@@ -60,7 +59,6 @@ def _pdb(name: str, app: str, min_available: int) -> dict[str, Any]:
     }
 
 
-
 def _daemonset_owner(h: Harness) -> list[dict[str, Any]]:
     """An owner reference to a real DaemonSet (orphans would be garbage collected)."""
     ds = h.kube.create(
@@ -79,6 +77,7 @@ def _daemonset_owner(h: Harness) -> list[dict[str, Any]]:
     )
     meta = ds["metadata"]
     return [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": meta["uid"]}]
+
 
 CRITICAL = {"priorityClassName": "system-cluster-critical"}
 

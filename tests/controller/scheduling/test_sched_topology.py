@@ -12,6 +12,7 @@ from joiner.scheduling.model import (
     ClusterSnapshot,
     ExistingNode,
 )
+from joiner.scheduling.solver import solve
 from sched_builders import layout, nodepool, pod, reasons, run
 
 GI = 2**30 * 1000
@@ -341,3 +342,23 @@ def test_preferred_pod_affinity_is_followed_when_possible():
     assert plan.nodeclaims[0].labels[wk.ZONE] == "test-zone-3"
     plan = run([pod("api", affinity=preferred)])
     assert plan.unplaceable == {} and wk.ZONE not in plan.nodeclaims[0].labels
+
+
+def test_without_pools_hostname_skew_is_measured_against_existing_nodes():
+    # kube-scheduler view: both nodes already hold one matching pod, so a third may join
+    nodes = [
+        ExistingNode(f"n{i}", {wk.ZONE: "test-zone-1"}, ALLOCATABLE, pods=[_web(f"o{i}")])
+        for i in range(2)
+    ]
+    plan = solve(
+        [_web("p", topologySpreadConstraints=_spread(wk.HOSTNAME))],
+        [],
+        {},
+        ClusterSnapshot(nodes=nodes),
+    )
+    assert plan.existing == {"default/p": "n0"}
+    plan = run(
+        [_web("p", topologySpreadConstraints=_spread(wk.HOSTNAME))],
+        snapshot=ClusterSnapshot(nodes=nodes),
+    )
+    assert plan.existing == {} and len(plan.nodeclaims) == 1

@@ -47,12 +47,13 @@ RESERVABLE_RESOURCES = (res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE)
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
 SUPPORTED_CAPACITY_TYPES = {"spot": wk.CAPACITY_TYPE_SPOT, "on-demand": wk.CAPACITY_TYPE_ON_DEMAND}
 
-# kube-reserved CPU per core range [SPEC 5]: (from millicores, to millicores, fraction).
+# kube-reserved CPU per core range [SPEC 5]: (from millicores, to millicores, share as
+# numerator / denominator, kept integral so the rounding is exact).
 _KUBE_RESERVED_CPU_RANGES = (
-    (0, 1000, Fraction(6, 100)),
-    (1000, 2000, Fraction(1, 100)),
-    (2000, 4000, Fraction(5, 1000)),
-    (4000, None, Fraction(25, 10000)),
+    (0, 1000, 6, 100),
+    (1000, 2000, 1, 100),
+    (2000, 4000, 5, 1000),
+    (4000, None, 25, 10000),
 )
 
 
@@ -373,11 +374,11 @@ def kube_reserved_cpu_milli(cpu_milli: int) -> int:
     """6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of the rest
     (each range rounded down to a millicore, as the kubelet bootstrap scripts do)."""
     total = 0
-    for start, end, fraction in _KUBE_RESERVED_CPU_RANGES:
+    for start, end, numerator, denominator in _KUBE_RESERVED_CPU_RANGES:
         if cpu_milli <= start:
             break
         span = (min(cpu_milli, end) if end is not None else cpu_milli) - start
-        total += math.floor(span * fraction)
+        total += span * numerator // denominator
     return total
 
 

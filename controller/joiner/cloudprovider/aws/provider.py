@@ -493,8 +493,7 @@ class AWSCloudProvider:
             return "AMIDrift"
         if instance.get("SubnetId") not in {s["id"] for s in status.get("subnets", [])}:
             return "SubnetDrift"
-        groups = {g["GroupId"] for g in instance.get("SecurityGroups", [])}
-        if groups != {g["id"] for g in status.get("securityGroups", [])}:
+        if _security_groups(instance) != {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
         return None
 
@@ -532,6 +531,15 @@ def _image_for(instance_type: InstanceType, nodeclass: EC2NodeClass) -> str | No
         if instance_type.requirements.intersects(requirements) is None:
             return ami["id"]
     return None
+
+
+def _security_groups(instance: Mapping[str, Any]) -> set[str]:
+    """The groups on the instance and its network interfaces (moto reports them on the
+    interfaces only)."""
+    groups = {g["GroupId"] for g in instance.get("SecurityGroups", [])}
+    for interface in instance.get("NetworkInterfaces", []):
+        groups.update(g["GroupId"] for g in interface.get("Groups", []))
+    return groups
 
 
 def _single_values(requirements: Requirements) -> dict[str, str]:

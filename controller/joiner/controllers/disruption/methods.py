@@ -154,15 +154,14 @@ def _cheaper_replacement(
     spot_to_spot = all_spot and spot_only
     if spot_to_spot and not options.spot_to_spot:
         return None, "spot-to-spot consolidation is disabled (SpotToSpotConsolidation)"
-    total = sum(c.price for c in candidates)
-    current_types = {c.instance_type for c in candidates}
+    ceiling = _price_ceiling(candidates, replacement)
     cheaper = []
     for name in replacement.instance_types:
         instance_type = by_name.get(name)
-        if instance_type is None or (len(candidates) == 1 and name in current_types):
+        if instance_type is None:
             continue
         worst = _worst_launch_price(instance_type, requirements)
-        if worst is not None and worst < total:
+        if worst is not None and worst < ceiling:
             cheaper.append((worst, name))
     cheaper.sort()
     if spot_to_spot and len(candidates) == 1:
@@ -175,6 +174,16 @@ def _cheaper_replacement(
         return None, "replacement not cheaper"
     names = [name for _, name in cheaper]
     return _narrow(replacement, requirements, names, cheaper[0][0]), ""
+
+
+def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) -> float:
+    """A replacement must cost less than the candidates together and, when it could be a
+    type being removed, less than the cheapest such candidate: replacing two m5.large with
+    one m5.large is churn, not savings."""
+    ceiling = sum(c.price for c in candidates)
+    options = set(replacement.instance_types)
+    same = [c.price for c in candidates if c.instance_type in options]
+    return min([ceiling, *same])
 
 
 def _worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:

@@ -318,7 +318,26 @@ class Stand:
         return nodeclass
 
 
-def make_stand(env: Env, catalogue: Any, price_table: dict[str, float]) -> Stand:
+def make_pricing(url: str, catalogue: Any, price_table: dict[str, float]) -> Any:
+    """Prices from moto (its Pricing API fails; spot history as moto or the test serves
+    it) over the real us-east-1 on-demand table, refreshed once."""
+    from joiner.clock import FakeClock
+    from joiner.cloudprovider.aws.pricing import PricingProvider
+
+    clients = make_clients(url)
+    pricing = PricingProvider(
+        FakeClock(),
+        REGION,
+        pricing_client=clients.pricing,
+        ec2=clients.ec2,
+        static_on_demand=price_table,
+        infos=catalogue.infos,
+    )
+    pricing.refresh_if_due()
+    return pricing
+
+
+def make_stand(env: Env, catalogue: Any, pricing: Any) -> Stand:
     from joiner.clock import FakeClock
     from joiner.cloudprovider.aws.cluster import ClusterInfo
     from joiner.cloudprovider.aws.provider import AWSCloudProvider
@@ -332,7 +351,7 @@ def make_stand(env: Env, catalogue: Any, price_table: dict[str, float]) -> Stand
         REGION,
         nodeclasses.get,
         catalogue=catalogue,
-        static_prices=price_table,
+        pricing=pricing,
     )
     zones = {
         s["SubnetId"]: s["AvailabilityZone"]

@@ -5,24 +5,32 @@ catalogue loaded once per session (moto's unfiltered DescribeInstanceTypes takes
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
-from aws_moto_seed import PRICE_FILE, Env, make_clients, seed_env
+from aws_moto_seed import PRICE_FILE, Env, make_clients, make_pricing, seed_env
 from moto.server import ThreadedMotoServer
 
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
-from joiner.cloudprovider.aws.pricing import load_price_file
+from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
 
 
 @pytest.fixture(scope="session")
 def moto_url() -> Iterator[str]:
+    # Every test seeds its own AMIs; moto's thousands of default ones only slow resets.
+    saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
+    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+    if saved is None:
+        del os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"]
+    else:
+        os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +49,11 @@ def price_table() -> dict[str, float]:
 @pytest.fixture
 def env(moto_url: str) -> Env:
     return seed_env(moto_url)
+
+
+@pytest.fixture(scope="session")
+def pricing(
+    moto_url: str, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+) -> PricingProvider:
+    """Refreshed once (moto's full spot history takes seconds to parse)."""
+    return make_pricing(moto_url, catalogue, price_table)

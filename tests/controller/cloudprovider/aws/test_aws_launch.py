@@ -10,19 +10,28 @@ from typing import Any
 
 import pytest
 import yaml
-from aws_moto_seed import CLUSTER, Env, Stand, make_stand, nodeclaim_dict, seed_spot_prices
+from aws_moto_seed import (
+    CLUSTER,
+    Env,
+    Stand,
+    make_pricing,
+    make_stand,
+    nodeclaim_dict,
+    seed_spot_prices,
+)
 
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 
 ZONE_B = "us-east-1b"
 
 
 @pytest.fixture
-def stand(env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]) -> Stand:
-    made = make_stand(env, catalogue, price_table)
+def stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvider) -> Stand:
+    made = make_stand(env, catalogue, pricing)
     made.add_nodeclass()
     return made
 
@@ -271,7 +280,7 @@ def test_spot_dearer_than_on_demand_is_dropped(
     env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_spot_prices(monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"})
-    stand = make_stand(env, catalogue, price_table)
+    stand = make_stand(env, catalogue, make_pricing(env.url, catalogue, price_table))
     stand.add_nodeclass()
     launched = stand.provider.create(
         claim("default-dear", req(wk.INSTANCE_TYPE, "In", "m5.large", "m5.xlarge"), req(wk.ZONE, "In", "us-east-1a"))

@@ -1,0 +1,137 @@
+"""The NodePool, NodeClaim and EC2NodeClass schemas: the one source of truth for the CRDs
+(``joiner.api.crds``), defaulting and validation (``joiner.api.validation``).
+
+Each CEL rule sits next to its Python twin and shares its message [SPEC 1].
+
+Layout: ``common`` (shared pieces), ``nodepool`` (NodePool, NodeClaim),
+``ec2nodeclass``; this module assembles the served kinds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api import ec2nodeclass as ec2
+from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api import nodepool as np
+from joiner.api.definitions.common import RESTRICTED_KEY_CHECKS
+from joiner.api.definitions.ec2nodeclass import ec2nodeclass_spec, ec2nodeclass_status
+from joiner.api.definitions.nodepool import (
+    nodeclaim_spec,
+    nodeclaim_status,
+    nodepool_spec,
+    nodepool_status,
+)
+from joiner.api.schema import Rule, Schema, free_object, obj, string
+
+__all__ = [
+    "EC2NODECLASS",
+    "JOINER_GROUPS",
+    "KINDS",
+    "NODECLAIM",
+    "NODEPOOL",
+    "RESTRICTED_KEY_CHECKS",
+    "Kind",
+]
+
+
+def _has_name(obj_: dict[str, Any]) -> bool:
+    meta = obj_.get("metadata")
+    return isinstance(meta, dict) and bool(meta.get("name") or meta.get("generateName"))
+
+
+def root(spec: Schema, status: Schema) -> Schema:
+    return obj(
+        properties={
+            "apiVersion": string(),
+            "kind": string(),
+            "metadata": free_object(),
+            "spec": spec,
+            "status": status,
+        },
+        required=("spec",),
+        rules=(
+            Rule(
+                "is required (or metadata.generateName)",
+                _has_name,
+                field_path="metadata.name",
+            ),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A served kind: its names, printer columns and schema."""
+
+    group: str
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    schema: Schema
+    printer_columns: tuple[dict[str, Any], ...]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/v1"
+
+
+def _column(name: str, path: str, type_: str = "string", priority: int = 0) -> dict[str, Any]:
+    column: dict[str, Any] = {"name": name, "type": type_, "jsonPath": path}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+_READY = _column("Ready", '.status.conditions[?(@.type=="Ready")].status')
+_AGE = _column("Age", ".metadata.creationTimestamp", "date")
+
+NODEPOOL = Kind(
+    group=wk.KARPENTER_GROUP,
+    kind=np.KIND,
+    plural="nodepools",
+    short_names=(),
+    schema=root(nodepool_spec(), nodepool_status()),
+    printer_columns=(
+        _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+        _column("Nodes", ".status.resources.nodes"),
+        _READY,
+        _AGE,
+        _column("Weight", ".spec.weight", "integer", priority=1),
+        _column("CPU", ".status.resources.cpu", priority=1),
+        _column("Memory", ".status.resources.memory", priority=1),
+    ),
+)
+
+NODECLAIM = Kind(
+    group=wk.KARPENTER_GROUP,
+    kind=nc.KIND,
+    plural="nodeclaims",
+    short_names=(),
+    schema=root(nodeclaim_spec(for_template=False), nodeclaim_status()),
+    printer_columns=(
+        _column("Type", ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
+        _column("Capacity", ".metadata.labels.karpenter\\.sh/capacity-type"),
+        _column("Zone", ".metadata.labels.topology\\.kubernetes\\.io/zone"),
+        _column("Node", ".status.nodeName"),
+        _READY,
+        _AGE,
+        _column("ImageID", ".status.imageID", priority=1),
+        _column("ID", ".status.providerID", priority=1),
+        _column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
+        _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+    ),
+)
+
+EC2NODECLASS = Kind(
+    group=wk.AWS_GROUP,
+    kind=ec2.KIND,
+    plural="ec2nodeclasses",
+    short_names=("ec2nc", "ec2ncs"),
+    schema=root(ec2nodeclass_spec(), ec2nodeclass_status()),
+    printer_columns=(_READY, _AGE, _column("Role", ".spec.role", priority=1)),
+)
+
+KINDS: tuple[Kind, ...] = (NODEPOOL, NODECLAIM, EC2NODECLASS)
+JOINER_GROUPS = frozenset(k.group for k in KINDS)

@@ -1,0 +1,318 @@
+"""The production run loop of ``joiner controller``: watches feed the operator, a
+leader-election thread renews the Lease, and only the leader runs reconciles.
+Prometheus metrics and the health probes are served on their own ports; logs are
+one JSON object per line.
+
+The loop waits on the feed (an event wakes it at once) or until the next reconcile
+is due; it never sleeps in decision code. Reconciles run in small slices so that a
+replica that loses the Lease stops acting within one slice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TextIO
+
+from prometheus_client import CONTENT_TYPE_LATEST, Gauge
+
+from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.api.validation import validate_object
+from joiner.clock import Clock, RealClock
+from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers.nodeclass import Resolver
+from joiner.kube.api import KubeAPI
+from joiner.leader import LeaderElector
+from joiner.operator import Operator, OperatorOptions
+from joiner.settings import Settings
+from joiner.state.feed import ThreadedFeed
+
+log = logging.getLogger(__name__)
+
+RECONCILE_SLICE = 50  # reconciles between two looks at the leadership
+MAX_IDLE = 1.0  # seconds the loop waits at most, so a stop request is seen promptly
+STALL_LIMIT = 60.0  # /healthz fails when the loop has not turned for this long
+
+_PYTHON_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
+# LogRecord attributes that are not user-supplied ``extra`` fields.
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+# --- structured logs ------------------------------------------------------------------
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, then any ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS and not key.startswith("_"):
+                entry[key] = value
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: str, stream: TextIO | None = None) -> None:
+    """Route every logger to ``stream`` (stderr) as JSON lines at ``level`` (settings form)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(_PYTHON_LOG_LEVELS[level])
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+
+
+# --- the metrics and probe endpoints ---------------------------------------------------
+
+# A cloud provider is built knowing how to look EC2NodeClasses up (by name, from the
+# operator's view of the cluster); it returns the provider and its node class resolver.
+NodeClassLookup = Callable[[str], EC2NodeClass | None]
+CloudFactory = Callable[[NodeClassLookup], tuple[CloudProvider, Resolver]]
+
+# path -> () -> (status code, content type, body)
+Route = Callable[[], tuple[int, str, bytes]]
+
+
+class EndpointServer(ThreadingHTTPServer):
+    """A tiny GET-only HTTP server for /metrics, /healthz and /readyz."""
+
+    daemon_threads = True
+
+    def __init__(self, host: str, port: int, routes: dict[str, Route]) -> None:
+        self.routes = routes
+        super().__init__((host, port), _EndpointHandler)
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def start(self) -> EndpointServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join()
+
+
+class _EndpointHandler(BaseHTTPRequestHandler):
+    server: EndpointServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Probes every few seconds would drown the log."""
+
+    def do_GET(self) -> None:
+        route = self.server.routes.get(self.path.split("?", 1)[0])
+        code, content_type, body = route() if route else (404, "text/plain", b"not found\n")
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _text(ok: bool, what: str) -> tuple[int, str, bytes]:
+    return (200 if ok else 503), "text/plain", f"{what}\n".encode()
+
+
+# --- leadership -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaderElection:
+    """Where the Lease lives and who this replica is; timings as client-go's defaults."""
+
+    namespace: str
+    identity: str
+    name: str = "karpenter-leader-election"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class _ElectionThread:
+    """Ticks the elector every retry period, off the reconcile loop, so a long scheduling
+    pass never delays a renewal."""
+
+    def __init__(self, elector: LeaderElector, stop: threading.Event) -> None:
+        self.elector, self._stop = elector, stop
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.elector.tick()
+            self._stop.wait(self.elector.retry_period)
+
+
+# --- the controller process --------------------------------------------------------------
+
+
+class ControllerProcess:
+    """The operator plus everything around it in production; ``run()`` blocks until
+    ``stop`` is set, then releases the Lease and closes the endpoints."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        kube: KubeAPI,
+        cloud_factory: CloudFactory,
+        stop: threading.Event,
+        election: LeaderElection | None,
+        clock: Clock | None = None,
+        host: str = "0.0.0.0",
+    ) -> None:
+        self.settings, self.stop = settings, stop
+        self.clock = clock or RealClock()
+        # Late bound: the operator (and its state) is built with the cloud.
+        cloud, resolve_nodeclass = cloud_factory(
+            lambda name: self.operator.state.nodeclasses.get(name)
+        )
+        self.operator = Operator(
+            kube,
+            cloud,
+            self.clock,
+            resolve_nodeclass,
+            OperatorOptions(
+                batch_idle=settings.batch_idle_duration,
+                batch_max=settings.batch_max_duration,
+                spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
+            ),
+            validate=validate_object,
+        )
+        self.leader_gauge = Gauge(
+            "leader_election_master_status",
+            "1 while this replica holds the leader-election Lease.",
+            ["name"],
+            registry=self.operator.metrics.registry,
+        )
+        self.elector = self._elector(kube, election)
+        self._election_stop = threading.Event()
+        self._election = (
+            _ElectionThread(self.elector, self._election_stop) if self.elector else None
+        )
+        self._heartbeat = time.monotonic()
+        self.metrics_server = EndpointServer(
+            host, settings.metrics_port, {"/metrics": self._metrics}
+        )
+        self.health_server = EndpointServer(
+            host, settings.health_probe_port, {"/healthz": self._healthz, "/readyz": self._readyz}
+        )
+
+    def _elector(self, kube: KubeAPI, election: LeaderElection | None) -> LeaderElector | None:
+        if election is None:
+            self.leader_gauge.labels("disabled").set(1)
+            return None
+        return LeaderElector(
+            kube,
+            self.clock,
+            election.identity,
+            election.namespace,
+            name=election.name,
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+            on_change=lambda leading: self.leader_gauge.labels(election.name).set(int(leading)),
+        )
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading
+
+    # --- endpoints ---------------------------------------------------------------------
+
+    def _metrics(self) -> tuple[int, str, bytes]:
+        return 200, CONTENT_TYPE_LATEST, self.operator.metrics.exposition()
+
+    def _healthz(self) -> tuple[int, str, bytes]:
+        return _text(time.monotonic() - self._heartbeat < STALL_LIMIT, "ok")
+
+    def _readyz(self) -> tuple[int, str, bytes]:
+        synced = self.operator.state.synced
+        return _text(synced, "ok" if synced else "cluster state not synced")
+
+    # --- running -----------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.metrics_server.start()
+        self.health_server.start()
+        self.operator.attach(ThreadedFeed)
+        self.operator.feed.start()
+        if self._election is not None:
+            self._election.start()
+        log.info(
+            "controller started",
+            extra={
+                "cluster": self.settings.cluster_name,
+                "metrics_port": self.metrics_server.port,
+                "health_port": self.health_server.port,
+            },
+        )
+        try:
+            self._loop()
+        finally:
+            self._shutdown()
+        return 0
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self._heartbeat = time.monotonic()
+            self.operator.pump()  # followers keep their view warm to take over quickly
+            busy = self.leading and self.operator.manager.run_due(RECONCILE_SLICE) > 0
+            if not busy:
+                self.operator.feed.wait(self._idle_time())
+
+    def _idle_time(self) -> float:
+        due = self.operator.manager.next_due() if self.leading else None
+        until_due = math.inf if due is None else due - self.clock.now()
+        return max(0.0, min(MAX_IDLE, until_due))
+
+    def _shutdown(self) -> None:
+        log.info("controller stopping")
+        self.operator.feed.stop()
+        if self._election is not None:
+            self._election_stop.set()
+            self._election.join()
+            self.elector.release()  # type: ignore[union-attr]
+        self.metrics_server.stop()
+        self.health_server.stop()
+
+
+def run_controller(
+    settings: Settings,
+    kube: KubeAPI,
+    cloud_factory: CloudFactory,
+    stop: threading.Event,
+    election: LeaderElection | None,
+) -> int:
+    """Run until ``stop`` is set (SIGTERM); returns the exit code."""
+    return ControllerProcess(settings, kube, cloud_factory, stop, election).run()

@@ -1,0 +1,118 @@
+"""After launch: get/list by cluster tags, delete, drift, garbage collection and the
+cleanup of launch templates and instance profiles [SPEC 4, 6.3, 7.6]."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from aws_moto_seed import CLUSTER, Env, Stand, make_stand, nodeclaim_dict
+
+from joiner.api import labels as wk
+from joiner.api.nodeclaim import NodeClaim
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.launchtemplates import UNUSED_TTL_SECONDS
+from joiner.cloudprovider.aws.pricing import PricingProvider
+from joiner.cloudprovider.types import NodeClaimNotFoundError
+
+M5 = {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}
+
+
+@pytest.fixture
+def stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvider) -> Stand:
+    made = make_stand(env, catalogue, pricing)
+    made.add_nodeclass()
+    return made
+
+
+def launch(stand: Stand, name: str) -> NodeClaim:
+    return stand.provider.create(NodeClaim.from_dict(nodeclaim_dict(name, [M5])))
+
+
+def state(env: Env, nodeclaim: NodeClaim) -> str:
+    instance_id = nodeclaim.status.provider_id.rsplit("/", 1)[-1]
+    reservations = env.clients.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+def test_get_and_list_find_the_cluster_instances(stand: Stand, env: Env) -> None:
+    first, second = launch(stand, "default-1"), launch(stand, "default-2")
+    env.clients.ec2.run_instances(ImageId=first.status.image_id, MinCount=1, MaxCount=1)  # not ours
+    got = stand.provider.get(first.status.provider_id)
+    assert got.name == "default-1"
+    assert got.node_class_ref.name == "default"
+    assert got.status.provider_id == first.status.provider_id
+    assert got.status.image_id == first.status.image_id
+    assert got.status.allocatable == first.status.allocatable
+    assert {k: got.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)} == {
+        k: first.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)
+    }
+    assert sorted(n.name for n in stand.provider.list()) == ["default-1", "default-2"]
+    assert second.status.provider_id in {n.status.provider_id for n in stand.provider.list()}
+    with pytest.raises(NodeClaimNotFoundError):
+        stand.provider.get("aws:///us-east-1a/i-0000000000000000")
+
+
+def test_delete_terminates_and_then_reports_not_found(stand: Stand, env: Env) -> None:
+    launched = launch(stand, "default-del")
+    stand.provider.delete(launched)
+    assert state(env, launched) == "terminated"
+    with pytest.raises(NodeClaimNotFoundError):
+        stand.provider.delete(launched)
+    with pytest.raises(NodeClaimNotFoundError):
+        stand.provider.get(launched.status.provider_id)
+    assert stand.provider.list() == []
+
+
+def test_drift_reasons(stand: Stand, env: Env) -> None:
+    launched = launch(stand, "default-drift")
+    nodeclass = stand.nodeclasses["default"]
+    assert stand.provider.is_drifted(launched) is None
+    original = copy.deepcopy(nodeclass.status)
+
+    nodeclass.status["amis"] = [{"id": "ami-0123456789abcdef0", "name": "new", "requirements": []}]
+    assert stand.provider.is_drifted(launched) == "AMIDrift"
+    nodeclass.status = copy.deepcopy(original)
+
+    instance_subnet = [s for s in original["subnets"] if s["id"] != env.subnets["c"]]
+    nodeclass.status["subnets"] = [s for s in original["subnets"] if s["id"] not in {x["id"] for x in instance_subnet}]
+    assert stand.provider.is_drifted(launched) == "SubnetDrift"
+    nodeclass.status = copy.deepcopy(original)
+
+    drifted = stand.add_nodeclass(securityGroupSelectorTerms=[{"id": env.other_security_group}])
+    assert drifted.status["securityGroups"] == [{"id": env.other_security_group, "name": "other-nodes"}]
+    assert stand.provider.is_drifted(launched) == "SecurityGroupDrift"
+
+    stand.add_nodeclass(tags={"team": "new"})  # a static field changed
+    assert stand.provider.is_drifted(launched) == "NodeClassDrift"
+    stand.add_nodeclass()
+    assert stand.provider.is_drifted(launched) is None
+
+
+def test_garbage_collection_of_instances_without_nodeclaims(stand: Stand, env: Env) -> None:
+    known, orphan = launch(stand, "default-known"), launch(stand, "default-orphan")
+    stand.clock.advance(29)
+    assert stand.provider.garbage_collect({known.status.provider_id}) == []
+    stand.clock.advance(1)
+    assert stand.provider.garbage_collect({known.status.provider_id}) == [orphan.status.provider_id]
+    assert state(env, orphan) == "terminated"
+    assert state(env, known) == "running"
+
+
+def test_unused_launch_templates_and_deleted_classes_are_cleaned_up(stand: Stand, env: Env) -> None:
+    launch(stand, "default-lt")
+    ec2 = env.clients.ec2
+    assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 1
+    stand.clock.advance(UNUSED_TTL_SECONDS - 1)
+    assert stand.provider.launch_templates.delete_unused() == []
+    stand.clock.advance(1)
+    assert len(stand.provider.launch_templates.delete_unused()) == 1
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+    launch(stand, "default-lt-2")  # recreated on demand
+    nodeclass = stand.nodeclasses["default"]
+    profile = nodeclass.status["instanceProfile"]
+    stand.provider.finalize_nodeclass(nodeclass)
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+    with pytest.raises(env.clients.iam.exceptions.NoSuchEntityException):
+        env.clients.iam.get_instance_profile(InstanceProfileName=profile)
+    assert profile.startswith(CLUSTER)

@@ -1,0 +1,305 @@
+"""The production process (joiner.serve) on the wall clock: the http adapter against a
+local API server, two replicas with leader election, metrics and probes over HTTP, JSON
+logs. The fake cloud stands in for EC2 here (tests/e2e runs the AWS provider on moto)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from joiner.api import labels as wk
+from joiner.clock import RealClock
+from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
+from joiner.kube.http import ClusterConfig, HttpKube
+from joiner.kube.memory import MemoryKube
+from joiner.kube.server import KubeHTTPServer
+from joiner.serve import ControllerProcess, LeaderElection, configure_logging
+from joiner.settings import Settings
+
+WAIT = 20.0  # seconds a condition may take on a loaded machine
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class Replica:
+    process: ControllerProcess
+    stop: threading.Event
+    thread: threading.Thread
+    kube: HttpKube
+
+    def url(self, server: str, path: str) -> str:
+        port = (
+            self.process.metrics_server if server == "metrics" else self.process.health_server
+        ).port
+        return f"http://127.0.0.1:{port}{path}"
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=WAIT)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def store() -> MemoryKube:
+    return MemoryKube(RealClock())
+
+
+@pytest.fixture
+def apiserver(store: MemoryKube) -> Iterator[KubeHTTPServer]:
+    server = KubeHTTPServer(store, "127.0.0.1", 0).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cloud() -> FakeCloudProvider:
+    return FakeCloudProvider([new_instance_type("small", cpu="2", memory="4Gi")], RealClock())
+
+
+def settings() -> Settings:
+    return Settings.from_env(
+        {
+            "CLUSTER_NAME": "test",
+            "BATCH_IDLE_DURATION": "100ms",
+            "BATCH_MAX_DURATION": "1s",
+            "METRICS_PORT": str(free_port()),
+            "HEALTH_PROBE_PORT": str(free_port()),
+        }
+    )
+
+
+def start_replica(apiserver: KubeHTTPServer, cloud: FakeCloudProvider, identity: str) -> Replica:
+    kube = HttpKube(ClusterConfig(server=apiserver.url))
+    stop = threading.Event()
+    election = LeaderElection(
+        namespace="kube-system",
+        identity=identity,
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.2,
+    )
+    process = ControllerProcess(
+        settings(),
+        kube,
+        lambda lookup: (cloud, cloud.resolve_nodeclass),
+        stop,
+        election,
+        host="127.0.0.1",
+    )
+    thread = threading.Thread(target=process.run, name=f"replica-{identity}", daemon=True)
+    thread.start()
+    return Replica(process, stop, thread, kube)
+
+
+def install_pool(store: MemoryKube) -> None:
+    store.create(
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "role": "NodeRole",
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+            },
+        }
+    )
+    store.create(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {
+                            "group": "karpenter.k8s.aws",
+                            "kind": "EC2NodeClass",
+                            "name": "default",
+                        },
+                        "requirements": [
+                            {"key": wk.CAPACITY_TYPE, "operator": "Exists"},
+                        ],
+                    }
+                }
+            },
+        }
+    )
+
+
+def unschedulable_pod(store: MemoryKube, name: str) -> None:
+    pod = store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "app", "resources": {"requests": {"cpu": "1500m"}}}
+                ]
+            },
+        }
+    )
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    store.update_status(pod)
+
+
+def claims_of(store: MemoryKube) -> list[dict]:
+    return store.list("NodeClaim").items
+
+
+def created(replica: Replica) -> float:
+    metric = replica.process.operator.metrics.nodeclaims_created.labels("default", "provisioning")
+    return metric._value.get()
+
+
+def test_only_the_leader_acts_and_the_follower_takes_over_on_shutdown(
+    store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
+) -> None:
+    install_pool(store)
+    a = start_replica(apiserver, cloud, "replica-a")
+    wait_for(lambda: a.process.leading, "replica a to lead")
+    b = start_replica(apiserver, cloud, "replica-b")
+    try:
+        wait_for(lambda: b.process.operator.state.synced, "replica b to sync")
+        unschedulable_pod(store, "p0")
+        [claim] = wait_for(lambda: claims_of(store), "a NodeClaim")
+        wait_for(lambda: claim["metadata"]["name"] in b.process.operator.state.nodeclaims, "b")
+        time.sleep(1.0)  # several of b's loop turns: it must not act as a follower
+        assert (created(a), created(b)) == (1, 0)
+        assert len(claims_of(store)) == 1
+        assert b.process.leading is False
+
+        a.shutdown()  # SIGTERM: releases the lease
+        # Released, not expired: b takes over within a retry period or two, long before
+        # a's last renewal (at most 0.2s ago) would run out (2s).
+        wait_for(lambda: b.process.leading, "replica b to take over", timeout=1.0)
+        unschedulable_pod(store, "p1")
+        wait_for(lambda: created(b) == 1, "b to create a NodeClaim")
+        assert len(claims_of(store)) == 2
+        lease = store.get("Lease", "karpenter-leader-election", "kube-system")
+        assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == (
+            "replica-b",
+            1,
+        )
+    finally:
+        a.stop.set()
+        b.shutdown()
+
+
+def test_a_leader_that_cannot_renew_stops_acting(
+    store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
+) -> None:
+    install_pool(store)
+    a = start_replica(apiserver, cloud, "replica-a")
+    try:
+        wait_for(lambda: a.process.leading, "replica a to lead")
+        # Another replica holds the lease now (as if a had been partitioned away).
+        lease = store.get("Lease", "karpenter-leader-election", "kube-system")
+        lease["spec"].update(holderIdentity="other", renewTime="2099-01-01T00:00:00.000000Z")
+        store.update(lease)
+        wait_for(lambda: not a.process.leading, "replica a to step down", timeout=3.0)
+        unschedulable_pod(store, "p0")
+        time.sleep(1.0)
+        assert claims_of(store) == []
+    finally:
+        a.shutdown()
+
+
+def test_metrics_probes_and_json_logs(
+    store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
+) -> None:
+    install_pool(store)
+    logs = io.StringIO()
+    configure_logging("info", logs)
+    a = start_replica(apiserver, cloud, "replica-a")
+    try:
+        wait_for(lambda: a.process.leading, "replica a to lead")
+        unschedulable_pod(store, "p0")
+        wait_for(lambda: claims_of(store), "a NodeClaim")
+        health = httpx.get(a.url("health", "/healthz"))
+        assert (health.status_code, health.text) == (200, "ok\n")
+        ready = wait_for(
+            lambda: (r := httpx.get(a.url("health", "/readyz"))).status_code == 200 and r,
+            "readyz",
+        )
+        assert ready.text == "ok\n"
+        assert httpx.get(a.url("health", "/nope")).status_code == 404
+        body = httpx.get(a.url("metrics", "/metrics")).text
+        assert (
+            'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0'
+            in body
+        )
+        assert 'leader_election_master_status{name="karpenter-leader-election"} 1.0' in body
+        assert "karpenter_cluster_state_synced 1.0" in body
+    finally:
+        a.shutdown()
+        logging.getLogger().handlers.clear()
+    entries = [json.loads(line) for line in logs.getvalue().splitlines()]
+    messages = [(e["level"], e["message"]) for e in entries]
+    assert ("info", "controller started") in messages
+    assert ("info", "controller stopping") in messages
+    created_entry = next(e for e in entries if e["message"] == "created nodeclaim")
+    assert created_entry["nodepool"] == "default"
+    assert created_entry["logger"] == "joiner.controllers.provisioning"
+    assert created_entry["nodeclaim"] == claims_of(store)[0]["metadata"]["name"]
+    assert {"time", "level", "logger", "message"} <= set(entries[0])
+
+
+def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -> None:
+    """Against an API server that is not there, /readyz says why and /healthz stays up."""
+    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
+    stop = threading.Event()
+    process = ControllerProcess(
+        settings(),
+        kube,
+        lambda lookup: (cloud, cloud.resolve_nodeclass),
+        stop,
+        None,
+        host="127.0.0.1",
+    )
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    replica = Replica(process, stop, thread, kube)
+    try:
+        wait_for(lambda: process.health_server.port, "probes")
+        ready = wait_for(lambda: _get(replica.url("health", "/readyz")), "the probe server")
+        assert (ready.status_code, ready.text) == (503, "cluster state not synced\n")
+        assert _get(replica.url("health", "/healthz")).status_code == 200
+        assert process.leading  # DISABLE_LEADER_ELECTION: a single replica always acts
+    finally:
+        replica.shutdown()
+
+
+def _get(url: str) -> httpx.Response | None:
+    try:
+        return httpx.get(url)
+    except httpx.TransportError:
+        return None
