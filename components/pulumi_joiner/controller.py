@@ -72,7 +72,7 @@ class ControllerArgs(TypedDict, total=False):
 
 
 class Controller(pulumi.ComponentResource):
-    """The Joiner controller deployment [DEPLOY]."""
+    """The Joiner controller deployment."""
 
     namespace: pulumi.Output[str]
     """Namespace the controller runs in."""

@@ -41,7 +41,7 @@ class ControllerRoleArgs(TypedDict, total=False):
 
 
 class ControllerRole(pulumi.ComponentResource):
-    """The controller's IAM role and its least-privilege policy [INFRA]."""
+    """The controller's IAM role and its least-privilege policy."""
 
     role_arn: pulumi.Output[str]
     """ARN of the controller role (annotate the service account with it for IRSA)."""

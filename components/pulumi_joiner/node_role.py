@@ -43,7 +43,7 @@ class NodeRoleArgs(TypedDict, total=False):
 
 
 class NodeRole(pulumi.ComponentResource):
-    """The node role [INFRA]: trusts EC2, carries the four managed node policies."""
+    """The node role: trusts EC2, carries the four managed node policies."""
 
     role_arn: pulumi.Output[str]
     """ARN of the node role."""

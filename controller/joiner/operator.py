@@ -82,6 +82,7 @@ class Operator:
             self.orchestrator,
             lambda key: self.manager.enqueue(self.orchestrator.name, key),
             ConsolidationOptions(spot_to_spot=options.spot_to_spot_consolidation),
+            self.recorder,
         )
         for reconciler in (
             self.expiration,

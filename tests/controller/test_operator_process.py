@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-
 from joiner.api import labels as wk
 from joiner.clock import RealClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type

@@ -24,6 +24,11 @@ Two ways to drive it:
   ``collect_garbage()`` (and ``sync_disruption_budgets()``) at the virtual times it
   chooses, and pumps watches with the non-blocking ``MemoryWatch.drain()``.
 
+The garbage collector here also stands in for two more controllers of
+kube-controller-manager: pod GC (pods bound to a Node that was deleted are
+force-deleted) and the namespace controller (a deleted Namespace is Terminating,
+its objects are deleted, and it goes once it is empty; creating in it is a 403).
+
 The disruption controller is emulated lazily: PodDisruptionBudget status is
 brought up to date before a PDB is read (get, list, watch start), before every
 eviction and by ``sync_disruption_budgets()``.
@@ -221,6 +226,7 @@ class MemoryKube:
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.registry = registry or default_registry()
+        self._namespace_kind = self.registry.lookup("Namespace", "v1")
         self._gc_immediate = garbage_collection == "immediate"
         self._history_limit = watch_history
         self._random = random.Random(seed)
@@ -241,6 +247,7 @@ class MemoryKube:
         self._gc_dependents: OrderedDict[tuple[ResourceKind, Key], None] = OrderedDict()
         self._gc_owners: OrderedDict[str, None] = OrderedDict()
         self._gc_orphan_pods: OrderedDict[Key, None] = OrderedDict()
+        self._gc_namespaces: OrderedDict[str, None] = OrderedDict()
         self._pdb_dirty: OrderedDict[str, None] = OrderedDict()
         for name in namespaces:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -680,9 +687,10 @@ class MemoryKube:
         return new
 
     def _removable(self, rk: ResourceKind, obj: dict[str, Any]) -> bool:
-        """A deleting object goes once no finalizer holds it and no pod grace remains."""
+        """A deleting object goes once no finalizer holds it and no pod grace remains;
+        a namespace only when the garbage collector has emptied it."""
         metadata = obj["metadata"]
-        if metadata.get("finalizers"):
+        if metadata.get("finalizers") or self._is_namespace(rk):
             return False
         return not (self._is_pod(rk) and metadata.get("deletionGracePeriodSeconds", 0) > 0)
 
@@ -715,12 +723,21 @@ class MemoryKube:
         current_grace = metadata.get("deletionGracePeriodSeconds")
         if already_deleting and current_grace is not None and grace >= current_grace:
             return old  # a repeated delete cannot lengthen the grace period
-        if not metadata.get("finalizers") and grace == 0 and not already_deleting:
+        is_namespace = self._is_namespace(rk)
+        immediate = not metadata.get("finalizers") and grace == 0 and not already_deleting
+        if immediate and not is_namespace:
             key = (metadata.get("namespace", ""), metadata["name"])
             return self._commit(rk, key, new, "DELETED", old)
         metadata["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
         metadata["deletionGracePeriodSeconds"] = grace
+        if is_namespace:  # the namespace controller empties it, then removes it
+            new.setdefault("status", {})["phase"] = "Terminating"
+            self._gc_namespaces[metadata["name"]] = None
         return self._write(rk, old, new)
+
+    @staticmethod
+    def _is_namespace(rk: ResourceKind) -> bool:
+        return rk.kind == "Namespace" and not rk.group
 
     @staticmethod
     def _is_pod(rk: ResourceKind) -> bool:
@@ -734,7 +751,8 @@ class MemoryKube:
             return 0
         if requested is not None:
             return max(0, int(requested))
-        return int(spec.get("terminationGracePeriodSeconds", DEFAULT_POD_GRACE_SECONDS))
+        configured = spec.get("terminationGracePeriodSeconds")
+        return DEFAULT_POD_GRACE_SECONDS if configured is None else max(0, int(configured))
 
     def _set_condition(self, obj: dict[str, Any], type_: str, status: str) -> None:
         conditions = obj.setdefault("status", {}).setdefault("conditions", [])
@@ -795,6 +813,8 @@ class MemoryKube:
             if rk.kind == "Node" and not rk.group:
                 for pod_key in self._pods_by_node.get(key[1], set()):
                     self._gc_orphan_pods[pod_key] = None
+            if key[0] and self._namespace_terminating(key[0]):
+                self._gc_namespaces[key[0]] = None
         else:
             self._by_uid[uid] = ref
             if new_owners != old_owners:
@@ -851,16 +871,42 @@ class MemoryKube:
 
     def _run_gc(self) -> int:
         deletions = 0
-        while self._gc_dependents or self._gc_owners or self._gc_orphan_pods:
+        while self._gc_dependents or self._gc_owners or self._gc_orphan_pods or self._gc_namespaces:
             if self._gc_dependents:
                 ref, _ = self._gc_dependents.popitem(last=False)
                 deletions += self._collect_dependent(*ref)
             elif self._gc_owners:
                 uid, _ = self._gc_owners.popitem(last=False)
                 self._finish_owner(uid)
-            else:
+            elif self._gc_orphan_pods:
                 key, _ = self._gc_orphan_pods.popitem(last=False)
                 deletions += self._collect_orphan_pod(key)
+            else:
+                namespace, _ = self._gc_namespaces.popitem(last=False)
+                deletions += self._empty_namespace(namespace)
+        return deletions
+
+    def _namespace_terminating(self, name: str) -> bool:
+        namespace = self._tables[self._namespace_kind].get(("", name))
+        return namespace is not None and bool(namespace["metadata"].get("deletionTimestamp"))
+
+    def _empty_namespace(self, name: str) -> int:
+        """Delete what a terminating namespace holds; remove it once nothing is left."""
+        if not self._namespace_terminating(name):
+            return 0
+        deletions, remaining = 0, 0
+        for rk, table in self._tables.items():
+            if not rk.namespaced:
+                continue
+            for key in sorted(k for k in table if k[0] == name):
+                obj = table[key]
+                if not obj["metadata"].get("deletionTimestamp"):
+                    self._delete(rk, obj, "Background", None)
+                    deletions += 1
+                remaining += key in table
+        if not remaining:
+            namespace = self._tables[self._namespace_kind][("", name)]
+            self._commit(self._namespace_kind, ("", name), clone(namespace), "DELETED", namespace)
         return deletions
 
     def _owner(self, ref: dict[str, Any]) -> dict[str, Any] | None:
@@ -1003,7 +1049,8 @@ class MemoryKube:
             )
             if deployment is not None:
                 return self._scale_of(deployment, namespace)
-        return int((owner.get("spec") or {}).get("replicas", 1))
+        replicas = (owner.get("spec") or {}).get("replicas")
+        return 1 if replicas is None else int(replicas)
 
     def _eviction_ignores_budgets(self, pod: dict[str, Any]) -> bool:
         phase = (pod.get("status") or {}).get("phase")

@@ -93,14 +93,70 @@ def _check_pod(obj: dict[str, Any]) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [Cause("spec", "Required value", "FieldValueRequired")]
+    causes = []
+    grace = spec.get("terminationGracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+        causes.append(
+            Cause("spec.terminationGracePeriodSeconds", f"Invalid value: {grace!r}: must be >= 0")
+        )
+    if not isinstance(spec.get("nodeName") or "", str):
+        causes.append(Cause("spec.nodeName", "Invalid value: must be a string"))
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
-        return [Cause("spec.containers", "Required value", "FieldValueRequired")]
-    return [
+        return [*causes, Cause("spec.containers", "Required value", "FieldValueRequired")]
+    return causes + [
         Cause(f"spec.containers[{i}].name", "Required value", "FieldValueRequired")
         for i, c in enumerate(containers)
         if not isinstance(c, dict) or not c.get("name")
     ]
+
+
+_INT_OR_PERCENT = re.compile(r"^[0-9]+%?$")
+_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+def _check_int_or_percent(value: Any, field: str) -> list[Cause]:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return []
+    if isinstance(value, str) and _INT_OR_PERCENT.match(value):
+        return []
+    return [Cause(field, f"Invalid value: {value!r}: must be a non-negative integer or percentage")]
+
+
+def _check_selector(selector: Any, field: str) -> list[Cause]:
+    if selector is None:
+        return []
+    if not isinstance(selector, dict):
+        return [Cause(field, "must be a label selector object")]
+    causes = []
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        at = f"{field}.matchExpressions[{i}]"
+        operator = expr.get("operator") if isinstance(expr, dict) else None
+        if operator not in _SELECTOR_OPERATORS:
+            causes.append(Cause(f"{at}.operator", f"Unsupported value: {operator!r}"))
+        elif operator in ("In", "NotIn") and not expr.get("values"):
+            causes.append(Cause(f"{at}.values", "Required value: must be non-empty for In/NotIn"))
+    return causes
+
+
+def _check_pdb(obj: dict[str, Any]) -> list[Cause]:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    causes = _check_int_or_percent(spec.get("minAvailable"), "spec.minAvailable")
+    causes += _check_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable")
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        causes.append(
+            Cause("spec", "Invalid value: minAvailable and maxUnavailable cannot both be set")
+        )
+    return causes + _check_selector(spec.get("selector"), "spec.selector")
+
+
+def _kind_checks(rk: ResourceKind, obj: dict[str, Any]) -> list[Cause]:
+    """The per-kind checks of the core kinds the simulator and controller write."""
+    if rk.kind == "Pod" and not rk.group:
+        return _check_pod(obj)
+    if rk.kind == "PodDisruptionBudget":
+        return _check_pdb(obj)
+    return []
 
 
 def _causes_from_field_errors(errors: list[Any]) -> list[Cause]:
@@ -115,8 +171,7 @@ def admit_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
     name = metadata.get("name")
     if not causes and isinstance(name, str) and name:
         causes += check_name(rk.kind, name)
-    if rk.kind == "Pod" and not rk.group:
-        causes += _check_pod(obj)
+    causes += _kind_checks(rk, obj)
     if rk.custom and not causes:
         obj = api_validation.apply_defaults(obj)
         causes += _causes_from_field_errors(api_validation.validate_object(obj))
@@ -129,8 +184,7 @@ def admit_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) -> 
     """The replacement as stored (defaults applied), or Invalid (422) for bad or
     immutable fields."""
     causes = check_metadata(new, needs_name=False)
-    if rk.kind == "Pod" and not rk.group:
-        causes += _check_pod(new)
+    causes += _kind_checks(rk, new)
     if rk.custom and not causes:
         new = api_validation.apply_defaults(new)
         causes += _causes_from_field_errors(api_validation.validate_update(old, new))

@@ -23,6 +23,7 @@ class Draft:
         "count",
         "hostname",
         "idx",
+        "overhead",
         "pending",
         "pods",
         "pool",
@@ -40,13 +41,15 @@ class Draft:
         requirements: Requirements,
         signature: str,
         idx: np.ndarray,
+        overhead: np.ndarray,
     ) -> None:
         self.pool = pool
         self.hostname = hostname
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        self.used = pool.daemon_overhead.copy()
+        self.overhead = overhead  # daemonsets that would run on it
+        self.used = overhead.copy()
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         # matching pods per topology group not yet counted: their domain is still open
@@ -104,7 +107,7 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]
     overhead = pool.dims.vector(pool.overhead_for(requirements))
-    pod_requests = draft.used - pool.daemon_overhead
+    pod_requests = draft.used - draft.overhead
     return NodeClaimPlan(
         nodepool=pool.name,
         hostname=draft.hostname,

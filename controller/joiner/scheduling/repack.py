@@ -138,7 +138,7 @@ def _draft(
         (pool.allocatable[candidates] >= pool.daemon_overhead + content).all(axis=1)
     ]
     signature = repr(pool.requirements.to_dicts())
-    draft = Draft(pool, hostname, pool.requirements, signature, fitting)
+    draft = Draft(pool, hostname, pool.requirements, signature, fitting, pool.daemon_overhead)
     by_vector: dict[tuple[int, ...], list[str]] = {}
     vectors: dict[tuple[int, ...], np.ndarray] = {}
     for vector, key in members:

@@ -1,14 +1,15 @@
 """The provisioning solver: pending pods + pools + snapshot -> plan [SPEC 3.4-3.10].
 
 Identical pods (same namespace, labels and scheduling-relevant spec) form one
-group, placed together: groups without topology constraints or host ports are
-packed in bulk (how many fit is one vectorised division over the candidate
-types); the others one pod at a time. Each pod tries existing nodes
+group, placed together: groups without topology constraints, host ports or
+volumes are packed in bulk (how many fit is one vectorised division over the
+candidate types); the others one pod at a time. Each pod tries existing nodes
 (initialized first), then the NodeClaims opened in this solve (fewest pods
-first, ordered when the group starts), then a new NodeClaim from the
-highest-weight pool that can take it. A group that cannot be fully placed is
-relaxed one preference at a time; pods still unplaced are retried while other
-pods keep being placed. Pure: no I/O, no clock.
+first), then a new NodeClaim from the highest-weight pool that can take it. A
+group that cannot be fully placed is relaxed one preference at a time; pods
+still unplaced are retried while other pods keep being placed. Last, NodeClaims
+holding only unconstrained pods are repacked when that is cheaper (``repack``).
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -233,6 +234,7 @@ class _Solver:
         self._merged: dict[tuple[str, str], tuple[Requirements, str]] = {}
         self._pool_base: dict[tuple, Rejection | tuple[Requirements, str, np.ndarray]] = {}
         self._usage = self._pool_usage()
+        self._overhead: dict[str, np.ndarray] = {}  # daemonset overhead by requirements
 
     # --- setup ----------------------------------------------------------------------
 
@@ -773,7 +775,10 @@ class _Solver:
             if isinstance(idx, Rejection):
                 return idx
         hostname = self._hostname(pool)
-        draft = Draft(pool, hostname, requirements, signature, idx)
+        overhead = self._overhead.get(signature)
+        if overhead is None:
+            overhead = self._overhead[signature] = pool.dims.vector(pool.overhead_for(requirements))
+        draft = Draft(pool, hostname, requirements, signature, idx, overhead)
         fit = self._check_draft(draft, group, constraints, limit)
         if isinstance(fit, Rejection):
             if fit.constraint == m.RESOURCES:

@@ -266,6 +266,7 @@ class Simulation:
     def _run_instant(self) -> None:
         total = 0
         while True:
+            self.kube.sync_disruption_budgets()  # the disruption controller's part
             ran = (
                 self.operator.pump()
                 + self.world.pump()

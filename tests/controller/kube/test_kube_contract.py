@@ -9,6 +9,7 @@ from joiner.kube.api import (
     AlreadyExists,
     BadRequest,
     Conflict,
+    Forbidden,
     Gone,
     Invalid,
     NotFound,
@@ -691,3 +692,49 @@ def test_binding_sets_node_once(env):
     ]
     with pytest.raises(Conflict):
         env.api.bind("web", "default", "node-b")
+
+
+# ---------------------------------------------------------------- namespaces
+
+
+def test_deleting_a_namespace_deletes_its_contents(env):
+    env.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    env.api.create(pod("web", namespace="team", spec={"nodeName": "node-a"}))
+    env.api.create(configmap("cfg") | {"metadata": {"name": "cfg", "namespace": "team"}})
+    env.api.delete("Namespace", "team")
+    terminating = env.api.get("Namespace", "team")
+    assert terminating["status"]["phase"] == "Terminating"
+    assert names(env.api.list("ConfigMap", "team")) == []
+    assert env.api.get("Pod", "web", "team")["metadata"]["deletionTimestamp"]  # graceful
+    with pytest.raises(Forbidden):
+        env.api.create(pod("late", namespace="team"))
+    env.api.delete("Pod", "web", "team", grace_period_seconds=0)
+    with pytest.raises(NotFound):
+        env.api.get("Namespace", "team")
+
+
+@pytest.mark.parametrize(
+    ("spec", "fields"),
+    [
+        ({"maxUnavailable": "half"}, ["spec.maxUnavailable"]),
+        ({"minAvailable": -1}, ["spec.minAvailable"]),
+        ({"minAvailable": 1, "maxUnavailable": 1}, ["spec"]),
+        (
+            {"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+            ["spec.selector.matchExpressions[0].values"],
+        ),
+    ],
+)
+def test_malformed_budget_is_invalid(env, spec, fields):
+    budget = _budget(1)
+    budget["spec"] = spec
+    with pytest.raises(Invalid) as error:
+        env.api.create(budget)
+    assert [c.field for c in error.value.causes] == fields
+
+
+def test_pod_with_bad_grace_period_is_invalid(env):
+    bad = pod("web", spec={"terminationGracePeriodSeconds": "soon"})
+    with pytest.raises(Invalid) as error:
+        env.api.create(bad)
+    assert [c.field for c in error.value.causes] == ["spec.terminationGracePeriodSeconds"]

@@ -237,3 +237,16 @@ def test_gpu_pods_need_a_type_with_the_extended_resource():
     assert plan.nodeclaims[0].requests["nvidia.com/gpu"] == 1000
     plan = run([pod(f"t{i}", extra={"nvidia.com/gpu": "2"}) for i in range(2)], types=types)
     assert layout(plan) == [("gpu", ["t0"]), ("gpu", ["t1"])]
+
+
+def test_daemonsets_that_cannot_run_on_the_claim_add_no_overhead():
+    zonal = pod("ds", cpu="2", memory="", nodeSelector={wk.ZONE: "test-zone-1"})
+    snapshot = ClusterSnapshot(daemonsets=[DaemonSet("zonal-agent", zonal)])
+    plan = run(
+        [pod("app", cpu="1", memory="", nodeSelector={wk.ZONE: "test-zone-2"})], snapshot=snapshot
+    )
+    assert layout(plan) == [("small", ["app"])]
+    assert plan.nodeclaims[0].daemonset_overhead == {}
+    plan = run([pod("app", cpu="1", memory="")], snapshot=snapshot)
+    assert layout(plan) == [("medium", ["app"])]  # the zone is open: it might run there
+    assert plan.nodeclaims[0].daemonset_overhead == {"cpu": 2000, "pods": 1000}

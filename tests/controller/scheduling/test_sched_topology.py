@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from joiner.api import labels as wk
+from joiner.api.requirements import Requirements
 from joiner.scheduling.model import (
     POD_AFFINITY,
     POD_ANTI_AFFINITY,
@@ -12,7 +13,9 @@ from joiner.scheduling.model import (
     ClusterSnapshot,
     ExistingNode,
 )
+from joiner.scheduling.preferences import build_constraints
 from joiner.scheduling.solver import solve
+from joiner.scheduling.topology import Topology
 from sched_builders import layout, nodepool, pod, reasons, run
 
 GI = 2**30 * 1000
@@ -362,3 +365,45 @@ def test_without_pools_hostname_skew_is_measured_against_existing_nodes():
         snapshot=ClusterSnapshot(nodes=nodes),
     )
     assert plan.existing == {} and len(plan.nodeclaims) == 1
+
+
+def test_relaxation_order():
+    zone = [{"key": wk.ZONE, "operator": "In", "values": ["test-zone-1"]}]
+    spec_affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": zone}, {"matchExpressions": zone}]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "preference": {"matchExpressions": zone}}
+            ],
+        },
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "podAffinityTerm": _term(wk.ZONE)},
+                {"weight": 9, "podAffinityTerm": _term(wk.HOSTNAME)},
+            ]
+        },
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": _term(wk.ZONE)}
+            ]
+        },
+    }
+    p = _web("p", affinity=spec_affinity, topologySpreadConstraints=_spread(when="ScheduleAnyway"))
+    constraints = build_constraints(p, Requirements(), Topology(lambda key: {}, []))
+    assert [g.key for g in constraints.preferred_affinity] == [wk.HOSTNAME, wk.ZONE]
+    steps = []
+    while (relaxed := constraints.relax()) is not None:
+        constraints, step = relaxed
+        steps.append(step)
+    assert steps == [
+        "required node affinity term",
+        "preferred pod affinity",
+        "preferred pod affinity",
+        "preferred pod anti-affinity",
+        "preferred node affinity",
+        "ScheduleAnyway topology spread",
+        "PreferNoSchedule taints",
+    ]
+    assert constraints.topology == ()

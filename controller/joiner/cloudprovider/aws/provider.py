@@ -473,7 +473,9 @@ class AWSCloudProvider:
     # --- drift -------------------------------------------------------------------
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
-        """NodeClassDrift (static hash), AMIDrift, SubnetDrift or SecurityGroupDrift."""
+        """NodeClassDrift (static hash changed), or AMIDrift / SubnetDrift /
+        SecurityGroupDrift when the instance's AMI, subnet or one of its security groups is
+        no longer selected by the class [SPEC 7.6]."""
         nodeclass = self.nodeclasses(nodeclaim.node_class_ref.name)
         if nodeclass is None or not is_ready(nodeclass):
             return None
@@ -493,7 +495,7 @@ class AWSCloudProvider:
             return "AMIDrift"
         if instance.get("SubnetId") not in {s["id"] for s in status.get("subnets", [])}:
             return "SubnetDrift"
-        if _security_groups(instance) != {g["id"] for g in status.get("securityGroups", [])}:
+        if not _security_groups(instance) <= {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
         return None
 

@@ -130,32 +130,30 @@ def build_candidates(
     candidates: list[Candidate] = []
     skipped: dict[str, str] = {}
     for node in state.managed_nodes():
-        why = _not_candidate(state, node, now)
-        if why is None:
-            pods = state.reschedulable_pods([node.name])
-            why = blocked_by(state, node, state.pods_on(node.name), now)
+        if not _eligible(state, node):
+            continue  # starting, already going, or just chosen for pods: nothing to explain
+        why = blocked_by(state, node, state.pods_on(node.name), now)
         if why is not None:
             skipped[node.name] = why
             continue
+        pods = state.reschedulable_pods([node.name])
         candidates.append(_candidate(state, node, pods, prices, now))
     candidates.sort(key=lambda c: (c.disruption_cost, c.name))
     return candidates, skipped
 
 
-def _not_candidate(state: ClusterState, node: StateNode, now: float) -> str | None:
-    if not node.initialized:
-        return "not initialized"
-    if (
-        node.deleting
-        or node.name in state.marked_for_deletion
-        or (node.nodeclaim and node.nodeclaim.name in state.marked_for_deletion)
-    ):
-        return "already being disrupted"
-    if state.recently_nominated(node.name):
-        return "nominated for pending pods"
-    if node.nodepool not in state.nodepools:
-        return f"nodepool {node.nodepool} not found"
-    return None
+def _eligible(state: ClusterState, node: StateNode) -> bool:
+    """Initialized, not being deleted or disrupted, not nominated for pending pods, and
+    its pool still exists."""
+    claim_marked = node.nodeclaim is not None and node.nodeclaim.name in state.marked_for_deletion
+    return (
+        node.initialized
+        and not node.deleting
+        and node.name not in state.marked_for_deletion
+        and not claim_marked
+        and not state.recently_nominated(node.name)
+        and node.nodepool in state.nodepools
+    )
 
 
 def _candidate(

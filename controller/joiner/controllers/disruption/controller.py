@@ -6,7 +6,7 @@ the orchestrator carries them out."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from joiner.api import labels as wk
@@ -22,6 +22,7 @@ from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
 from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
+from joiner.events import NORMAL, EventRecorder
 from joiner.scheduling.model import Plan
 from joiner.scheduling.solver import solve
 from joiner.state.cluster import ClusterState
@@ -51,10 +52,12 @@ class Disruption:
         clock: Clock,
         provisioner: Provisioner,
         orchestrator: Orchestrator,
-        enqueue_orchestration: callable,
+        enqueue_orchestration: Callable[[str], None],
         options: ConsolidationOptions,
+        recorder: EventRecorder,
     ) -> None:
         self.state, self.cloud, self.clock = state, cloud, clock
+        self.recorder = recorder
         self.provisioner, self.orchestrator = provisioner, orchestrator
         self.enqueue_orchestration = enqueue_orchestration
         self.options = options
@@ -74,6 +77,7 @@ class Disruption:
             self._validate_and_act()
             return Result(requeue_after=PASS_INTERVAL)
         command, method = self._decide()
+        self._explain_skips()
         if command is not None:
             if method == "drift":
                 self._act(command)
@@ -132,6 +136,15 @@ class Disruption:
             taken[pool.name] = taken.get(pool.name, 0) + 1
             chosen.append(candidate)
         return chosen
+
+    def _explain_skips(self) -> None:
+        """An event on every NodeClaim passed over, saying why (repeats are aggregated)."""
+        for node_name, why in sorted(self.last_skipped.items()):
+            state_node = self.state.state_node(node_name)
+            if state_node is not None and state_node.nodeclaim is not None:
+                self.recorder.record(
+                    state_node.nodeclaim.to_dict(), NORMAL, "DisruptionBlocked", why
+                )
 
     # --- validating and acting --------------------------------------------------------------
 

@@ -1,0 +1,228 @@
+"""The production wiring end to end: ``joiner controller``'s process (settings, the http
+adapter, leader election, the AWS provider built by the command's factory) against a
+local Kubernetes API server and moto. One provision-and-terminate round trip: a pending
+pod -> NodeClaim -> EC2 instance via CreateFleet -> (the test plays kubelet) Node Ready
+-> NodeClaim initialized -> NodeClaim deleted -> instance terminated -> finalizers gone.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from aws_moto_seed import CLUSTER, K8S_VERSION, REGION, nodeclass_dict, seed_env
+from joiner.api import labels as wk
+from joiner.api.conditions import TRUE, is_true, set_condition
+from joiner.commands.controller import aws_cloud_factory
+from joiner.kube.api import NotFound
+from joiner.kube.http import ClusterConfig, HttpKube
+from joiner.kube.memory import MemoryKube
+from joiner.kube.server import KubeHTTPServer
+from joiner.serve import ControllerProcess, LeaderElection
+from joiner.settings import Settings
+
+WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(condition: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def aws_account(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> str:
+    """A seeded account with the EKS cluster the controller describes at startup."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    env = seed_env(moto_url)
+    eks = boto3.client("eks", region_name=REGION, endpoint_url=moto_url)
+    eks.create_cluster(
+        name=CLUSTER,
+        version=K8S_VERSION,
+        roleArn="arn:aws:iam::123456789012:role/cluster",
+        resourcesVpcConfig={"subnetIds": sorted(env.subnets.values())},
+    )
+    return moto_url
+
+
+def _nodepool() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    },
+                    "requirements": [
+                        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+                        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+                    ],
+                }
+            }
+        },
+    }
+
+
+def _unschedulable_pod(store: MemoryKube) -> None:
+    pod = store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "app", "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "app", "resources": {"requests": {"cpu": "1"}}}
+                ]
+            },
+        }
+    )
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    store.update_status(pod)
+
+
+def _kubelet_registers(store: MemoryKube, claim: dict[str, Any]) -> str:
+    """The instance boots and its kubelet registers a Ready Node with the providerID."""
+    name = f"ip-10-0-0-1.{REGION}.compute.internal"
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(claim["metadata"]["labels"])},
+        "spec": {
+            "providerID": claim["status"]["providerID"],
+            "taints": [dict(wk.UNREGISTERED_TAINT)],
+        },
+        "status": {
+            "capacity": claim["status"]["capacity"],
+            "allocatable": claim["status"]["allocatable"],
+            "conditions": [],
+        },
+    }
+    set_condition(node["status"]["conditions"], "Ready", TRUE, time.time())
+    store.create(node)
+    return name
+
+
+def _instance_state(ec2: Any, instance_id: str) -> str:
+    reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+def test_provision_and_terminate_round_trip(
+    aws_account: str, store: MemoryKube, apiserver: KubeHTTPServer
+) -> None:
+    settings = Settings.from_env(
+        {
+            "CLUSTER_NAME": CLUSTER,
+            "AWS_REGION": REGION,
+            "BATCH_IDLE_DURATION": "200ms",
+            "BATCH_MAX_DURATION": "2s",
+            "METRICS_PORT": str(_free_port()),
+            "HEALTH_PROBE_PORT": str(_free_port()),
+        }
+    )
+    stop = threading.Event()
+    process = ControllerProcess(
+        settings,
+        HttpKube(ClusterConfig(server=apiserver.url)),
+        aws_cloud_factory(settings, endpoint_url=aws_account),
+        stop,
+        LeaderElection(namespace="kube-system", identity="e2e-replica"),
+        host="127.0.0.1",
+    )
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=aws_account)
+    try:
+        store.create(nodeclass_dict())
+        store.create(_nodepool())
+        _wait(
+            lambda: is_true(
+                (store.get("EC2NodeClass", "default").get("status") or {}).get("conditions"),
+                "Ready",
+            ),
+            "the EC2NodeClass to resolve",
+        )
+        _unschedulable_pod(store)
+
+        claim = _wait(
+            lambda: next(
+                (
+                    c
+                    for c in store.list("NodeClaim").items
+                    if (c.get("status") or {}).get("providerID")
+                ),
+                None,
+            ),
+            "a launched NodeClaim",
+        )
+        name = claim["metadata"]["name"]
+        instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
+        zone = claim["metadata"]["labels"][wk.ZONE]
+        assert claim["status"]["providerID"] == f"aws:///{zone}/{instance_id}"
+        assert claim["metadata"]["labels"][wk.INSTANCE_TYPE] == "m5.large"
+        assert claim["metadata"]["labels"][wk.CAPACITY_TYPE] == "on-demand"
+        described = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0][
+            "Instances"
+        ][0]
+        tags = {t["Key"]: t["Value"] for t in described["Tags"]}
+        assert described["InstanceType"] == "m5.large"
+        assert tags[f"kubernetes.io/cluster/{CLUSTER}"] == "owned"
+        assert tags["karpenter.sh/nodeclaim"] == name
+        assert tags["karpenter.sh/nodepool"] == "default"
+        assert len(store.list("NodeClaim").items) == 1
+
+        node_name = _kubelet_registers(store, claim)
+        _wait(
+            lambda: is_true(
+                store.get("NodeClaim", name)["status"].get("conditions"), "Initialized"
+            ),
+            "the NodeClaim to be initialized",
+        )
+        node = store.get("Node", node_name)
+        assert node["spec"]["taints"] == []
+        assert node["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+
+        store.delete("NodeClaim", name)
+        _wait(lambda: not store.list("NodeClaim").items, "the NodeClaim to be finalized")
+        assert _instance_state(ec2, instance_id) in ("shutting-down", "terminated")
+        with pytest.raises(NotFound):
+            store.get("Node", node_name)
+        reasons = [
+            e["reason"]
+            for e in sorted(
+                store.list("Event").items, key=lambda e: int(e["metadata"]["resourceVersion"])
+            )
+            if e["involvedObject"]["name"] == name
+        ]
+        assert reasons == ["Launched", "Registered", "Initialized", "Terminated"]
+        lease = store.get("Lease", "karpenter-leader-election", "kube-system")
+        assert lease["spec"]["holderIdentity"] == "e2e-replica"
+    finally:
+        stop.set()
+        thread.join(timeout=WAIT)
+    assert not thread.is_alive()
