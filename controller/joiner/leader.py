@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from joiner.clock import Clock
-from joiner.kube.api import AlreadyExists, ApiError, Conflict, KubeAPI, NotFound
+from joiner.kube.api import AlreadyExists, Conflict, KubeAPI, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class LeaderElector:
         """Try to acquire or renew; returns whether this replica leads now."""
         try:
             renewed = self._acquire_or_renew()
-        except ApiError as err:  # the API server is unreachable or refused: not renewed
+        except Exception as err:  # refused, or unreachable (transport error): not renewed
             log.warning("leader election: %s", err)
             renewed = False
         now = self.clock.now()
@@ -84,7 +84,7 @@ class LeaderElector:
                 lease["spec"]["holderIdentity"] = None
                 lease["spec"]["leaseDurationSeconds"] = 1
                 self.kube.update(lease)
-        except ApiError as err:
+        except Exception as err:  # shutting down regardless; the lease then expires
             log.warning("leader election: release failed: %s", err)
         self._set_leading(False)
 

@@ -19,6 +19,8 @@ from joiner.controllers.disruption.expiration import Expiration
 from joiner.controllers.disruption.methods import ConsolidationOptions
 from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.garbagecollection import GarbageCollection
+from joiner.controllers.interruption import controller as interruption
+from joiner.controllers.interruption import instancestatus
 from joiner.controllers.lifecycle import NodeClaimLifecycle
 from joiner.controllers.nodeclass import NodeClassStatus, Resolver
 from joiner.controllers.nodepool import NodePoolStatus
@@ -53,6 +55,7 @@ class Operator:
         options: OperatorOptions | None = None,
         metrics: Metrics | None = None,
         validate: Callable[[dict], list] = validate_nothing,
+        interruption_feed: interruption.InterruptionFeed | None = None,
     ) -> None:
         options = options or OperatorOptions()
         self.kube, self.cloud, self.clock = kube, cloud, clock
@@ -60,6 +63,7 @@ class Operator:
         self.state = ClusterState(clock)
         self.recorder = EventRecorder(kube, clock, options.events_namespace)
         self.feed: Any = None
+        self._pool_generations: dict[str, int | None] = {}
         self.manager = Manager(clock, pump=self.pump)
         shared = (kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.provisioner = Provisioner(
@@ -98,6 +102,26 @@ class Operator:
             self.manager.register(reconciler)
         self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
         self.manager.register(self.disruption, initial_keys=[disruption.KEY])
+        self.interruption: interruption.Interruption | None = None
+        if interruption_feed is not None:  # INTERRUPTION_QUEUE set
+            self._register_interruption(interruption_feed)
+
+    def _register_interruption(self, feed: interruption.InterruptionFeed) -> None:
+        self.interruption = interruption.Interruption(
+            self.kube,
+            self.state,
+            self.clock,
+            self.recorder,
+            self.metrics,
+            feed.receiver,
+            feed.queue,
+            self.cloud,
+            feed.options,
+        )
+        self.manager.register(self.interruption, initial_keys=[interruption.KEY])
+        if feed.ec2 is not None:
+            poller = instancestatus.InstanceStatusPoller(feed.ec2, self.interruption)
+            self.manager.register(poller, initial_keys=[instancestatus.KEY])
 
     # --- feeding -------------------------------------------------------------
 
@@ -172,7 +196,12 @@ class Operator:
         for claim in self.state.nodeclaims.values():
             if claim.nodepool == name:  # drift and consolidateAfter follow the pool
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
-        self._reprovision()
+        # Only a new, deleted or re-specified pool changes what can be provisioned; its
+        # status writes (one per NodeClaim change) must not start a scheduling pass each.
+        generation = None if event_type == "DELETED" else obj["metadata"].get("generation")
+        if self._pool_generations.get(name) != generation or generation is None:
+            self._reprovision()
+        self._pool_generations[name] = generation
 
     def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

@@ -114,9 +114,10 @@ class EndpointServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        self.shutdown()
+        if self._thread.is_alive():  # shutdown() would wait forever for a loop never started
+            self.shutdown()
+            self._thread.join()
         self.server_close()
-        self._thread.join()
 
 
 class _EndpointHandler(BaseHTTPRequestHandler):
@@ -254,7 +255,8 @@ class ControllerProcess:
         return 200, CONTENT_TYPE_LATEST, self.operator.metrics.exposition()
 
     def _healthz(self) -> tuple[int, str, bytes]:
-        return _text(time.monotonic() - self._heartbeat < STALL_LIMIT, "ok")
+        alive = time.monotonic() - self._heartbeat < STALL_LIMIT
+        return _text(alive, "ok" if alive else "controller loop stalled")
 
     def _readyz(self) -> tuple[int, str, bytes]:
         synced = self.operator.state.synced

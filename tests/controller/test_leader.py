@@ -4,6 +4,7 @@ shutdown hands over at once."""
 
 from __future__ import annotations
 
+import httpx
 from joiner.clock import FakeClock
 from joiner.kube.api import ServiceUnavailable
 from joiner.kube.memory import MemoryKube
@@ -102,3 +103,32 @@ def test_racing_replicas_do_not_both_win():
     assert a.tick() is False  # a's update carries the old resourceVersion: 409
     kube.get = original_get  # type: ignore[method-assign]
     assert _lease(kube)["holderIdentity"] == "b"
+
+
+def test_transport_failures_count_as_failed_renewals():
+    """The http adapter raises httpx errors when the API server is unreachable; the
+    elector must treat them like refusals, not die (it runs on its own thread)."""
+    clock, kube, a, _, changes = _pair()
+    a.tick()
+
+    def refused(*args: object, **kwargs: object) -> dict:
+        raise httpx.ConnectError("connection refused")
+
+    kube.get = refused  # type: ignore[method-assign]
+    kube.update = refused  # type: ignore[method-assign]
+    clock.advance(11)
+    assert a.tick() is False
+    assert changes == [("a", True), ("a", False)]
+
+
+def test_release_when_the_api_is_unreachable_still_stops_leading():
+    _, kube, a, _, changes = _pair()
+    a.tick()
+
+    def refused(*args: object, **kwargs: object) -> dict:
+        raise httpx.ConnectError("connection refused")
+
+    kube.get = refused  # type: ignore[method-assign]
+    a.release()  # SIGTERM during an outage: logged, and the lease simply expires
+    assert a.leading is False
+    assert changes == [("a", True), ("a", False)]

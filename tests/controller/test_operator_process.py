@@ -302,3 +302,48 @@ def _get(url: str) -> httpx.Response | None:
         return httpx.get(url)
     except httpx.TransportError:
         return None
+
+
+def test_healthz_fails_when_the_loop_stalls(cloud: FakeCloudProvider) -> None:
+    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
+    process = ControllerProcess(
+        settings(),
+        kube,
+        lambda lookup: (cloud, cloud.resolve_nodeclass),
+        threading.Event(),
+        None,
+        host="127.0.0.1",
+    )
+    try:
+        assert process._healthz() == (200, "text/plain", b"ok\n")
+        process._heartbeat -= 61
+        assert process._healthz() == (503, "text/plain", b"controller loop stalled\n")
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+def test_json_formatter_carries_extra_fields_and_errors() -> None:
+    stream = io.StringIO()
+    configure_logging("warn", stream)
+    logger = logging.getLogger("joiner.test")
+    try:
+        logger.info("dropped below the level")
+        logger.warning("drain blocked", extra={"nodeclaim": "default-abc", "pods": 3})
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logger.exception("reconcile failed", extra={"controller": "x", "key": "k"})
+    finally:
+        logging.getLogger().handlers.clear()
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert {k: v for k, v in first.items() if k != "time"} == {
+        "level": "warning",
+        "logger": "joiner.test",
+        "message": "drain blocked",
+        "nodeclaim": "default-abc",
+        "pods": 3,
+    }
+    assert first["time"].endswith("+00:00")
+    assert (second["level"], second["controller"], second["key"]) == ("error", "x", "k")
+    assert second["error"].splitlines()[-1] == "ValueError: boom"

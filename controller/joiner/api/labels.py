@@ -114,7 +114,6 @@ EC2NODECLASS_HASH = "karpenter.k8s.aws/ec2nodeclass-hash"
 EC2NODECLASS_HASH_VERSION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-MIRROR_POD = "kubernetes.io/config.mirror"  # static pods as seen through the API
 
 # Taints
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

@@ -187,6 +187,11 @@ class FakeCloudProvider:
             set_condition(status["conditions"], type_, TRUE, self.clock.now())
         return status
 
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
+        """Keep the offering out for ``ICE_TTL``, as an insufficient-capacity error does
+        (a spot interruption warning says the same about its pool)."""
+        self.insufficient_capacity[(instance_type, zone, capacity_type)] = self.clock.now()
+
     # --- helpers ---------------------------------------------------------------
 
     def _candidates(self, nodeclaim: NodeClaim, requirements: Requirements) -> list[InstanceType]:

@@ -131,3 +131,8 @@ class CloudProvider(Protocol):
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """A drift reason (e.g. ``AMIDrift``), or None."""
         ...
+
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
+        """Keep the offering out of launches for a few minutes (e.g. after a spot
+        interruption warning for it), as an insufficient-capacity error does."""
+        ...

@@ -21,16 +21,21 @@ from joiner.kube.api import (
     Watch,
     WatchEvent,
 )
+from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy
 from joiner.kube.memory import MemoryKube, MemoryWatch
+from joiner.kube.reflector import list_and_watch
 
 __all__ = [
     "AlreadyExists",
     "ApiError",
     "BadRequest",
     "Cause",
+    "ClusterConfig",
+    "ConfigError",
     "Conflict",
     "Forbidden",
     "Gone",
+    "HttpKube",
     "InternalError",
     "Invalid",
     "KubeAPI",
@@ -40,9 +45,11 @@ __all__ = [
     "ObjectList",
     "PatchType",
     "PropagationPolicy",
+    "RetryPolicy",
     "ServiceUnavailable",
     "TooManyRequests",
     "UnsupportedMediaType",
     "Watch",
     "WatchEvent",
+    "list_and_watch",
 ]

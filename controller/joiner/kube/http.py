@@ -9,8 +9,9 @@ runtime dependency, is maintained, and streams watches line by line.
 Configuration comes from in-cluster service-account files or a kubeconfig
 (token, client certificate, or an exec credential plugin such as
 ``aws eks get-token``). Requests pass a QPS/burst token bucket; 429 and 5xx
-answers are retried with exponential backoff (honouring Retry-After) except where
-the status is the answer itself (an eviction blocked by a PodDisruptionBudget).
+answers to reads are retried with exponential backoff (honouring Retry-After);
+writes only on 429 and 503, and never where the status is the answer itself (an
+eviction blocked by a PodDisruptionBudget).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import base64
 import json
 import os
 import random
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -48,7 +50,10 @@ from joiner.kube.api import (
 from joiner.kube.resources import Registry, ResourceKind, default_registry
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-_RETRYABLE = frozenset({429, 500, 502, 503, 504})
+# Reads are retried on overload and server errors; writes only where the server
+# says it did not act (429, 503), so a create is never sent twice after a 500.
+_RETRYABLE_READ = frozenset({429, 500, 502, 503, 504})
+_RETRYABLE_WRITE = frozenset({429, 503})
 _WATCH_READ_SLACK = 30.0  # seconds beyond the server-side watch timeout
 
 
@@ -271,6 +276,17 @@ def _error(response: httpx.Response) -> ApiError:
     return error_from_status(response.status_code, body)
 
 
+def tls_context(config: ClusterConfig) -> ssl.SSLContext:
+    """Server verification against the cluster CA, and the client certificate if any."""
+    context = ssl.create_default_context(cafile=config.ca_file)
+    if config.insecure_skip_tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if config.client_cert_file:
+        context.load_cert_chain(config.client_cert_file, config.client_key_file)
+    return context
+
+
 class HttpKube:
     """The KubeAPI port over HTTP (the production adapter)."""
 
@@ -290,14 +306,9 @@ class HttpKube:
         self._limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
-        verify: Any = False if config.insecure_skip_tls_verify else (config.ca_file or True)
-        cert = (
-            (config.client_cert_file, config.client_key_file) if config.client_cert_file else None
-        )
         self._client = httpx.Client(
             base_url=config.server,
-            verify=verify,
-            cert=cert,  # type: ignore[arg-type]
+            verify=tls_context(config),
             timeout=timeout,
             headers={"Accept": "application/json", "User-Agent": "joiner-controller"},
         )
@@ -322,8 +333,10 @@ class HttpKube:
         params: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        retry_statuses: frozenset[int] = _RETRYABLE,
+        retry_statuses: frozenset[int] | None = None,
     ) -> Any:
+        if retry_statuses is None:
+            retry_statuses = _RETRYABLE_READ if method == "GET" else _RETRYABLE_WRITE
         content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = self._headers({"Content-Type": content_type} if content is not None else None)
         attempt = 0
@@ -486,7 +499,7 @@ class HttpKube:
             "POST",
             f"{rk.object_path(pod_name, namespace)}/eviction",
             body=eviction,
-            retry_statuses=_RETRYABLE - {429},
+            retry_statuses=_RETRYABLE_WRITE - {429},
         )
 
     def bind(self, pod_name: str, namespace: str, node_name: str) -> None:

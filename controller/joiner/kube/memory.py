@@ -124,14 +124,15 @@ def _resource_name(rk: ResourceKind) -> str:
 
 
 class _Change:
-    """One committed write: the stored object, its frozen form and what it replaced."""
+    """One committed write, kept in the watch history in frozen form only (bytes are
+    compact and invisible to Python's cyclic garbage collector)."""
 
-    __slots__ = ("blob", "obj", "old", "rk", "rv", "type")
+    __slots__ = ("blob", "old_blob", "rk", "rv", "type")
 
     def __init__(
-        self, rv: int, rk: ResourceKind, type_: str, obj: dict, old: dict | None, blob: bytes
+        self, rv: int, rk: ResourceKind, type_: str, blob: bytes, old_blob: bytes | None
     ) -> None:
-        self.rv, self.rk, self.type, self.obj, self.old, self.blob = rv, rk, type_, obj, old, blob
+        self.rv, self.rk, self.type, self.blob, self.old_blob = rv, rk, type_, blob, old_blob
 
 
 class MemoryWatch:
@@ -142,7 +143,7 @@ class MemoryWatch:
         store: MemoryKube,
         rk: ResourceKind,
         namespace: str | None,
-        matcher: Matcher,
+        matcher: Matcher | None,
         timeout_seconds: float | None,
         allow_bookmarks: bool,
     ) -> None:
@@ -150,19 +151,25 @@ class MemoryWatch:
         self.kind = rk
         self._namespace = namespace
         self._matches = matcher
+        self.filtered = bool(namespace) or matcher is not None
         self._timeout = timeout_seconds
         self._allow_bookmarks = allow_bookmarks
         self._events: deque[tuple[WatchEventType, bytes]] = deque()
         self._stopped = False
 
-    def offer(self, change: _Change) -> None:
-        """Queue the event this watcher sees for a change (called under the store lock)."""
-        obj = change.obj
-        if self._namespace and obj["metadata"].get("namespace") != self._namespace:
+    def offer(self, change: _Change, obj: dict | None = None, old: dict | None = None) -> None:
+        """Queue the event this watcher sees for a change (called under the store lock).
+        obj and old are the parsed forms when the caller has them; a filtered watch
+        thaws them from the change otherwise."""
+        if not self.filtered:
+            self._events.append((change.type, change.blob))  # type: ignore[arg-type]
             return
-        now_matches = self._matches(obj)
+        obj = thaw(change.blob) if obj is None else obj
+        if old is None and change.old_blob is not None:
+            old = thaw(change.old_blob)
+        now_matches = self._selects(obj)
         if change.type == "MODIFIED":
-            was_matching = change.old is not None and self._matches(change.old)
+            was_matching = old is not None and self._selects(old)
             if now_matches and not was_matching:
                 self._events.append(("ADDED", change.blob))
             elif was_matching and not now_matches:
@@ -171,6 +178,11 @@ class MemoryWatch:
                 self._events.append(("MODIFIED", change.blob))
         elif now_matches:
             self._events.append((change.type, change.blob))  # type: ignore[arg-type]
+
+    def _selects(self, obj: dict[str, Any]) -> bool:
+        if self._namespace and obj["metadata"].get("namespace") != self._namespace:
+            return False
+        return self._matches is None or self._matches(obj)
 
     def drain(self) -> list[WatchEvent]:
         """All pending events, without blocking (the simulator's pump)."""
@@ -220,7 +232,7 @@ class MemoryKube:
         *,
         registry: Registry | None = None,
         garbage_collection: GarbageCollection = "immediate",
-        watch_history: int = 100_000,
+        watch_history: int = 20_000,
         seed: int = 0,
         namespaces: tuple[str, ...] = DEFAULT_NAMESPACES,
     ) -> None:
@@ -318,9 +330,9 @@ class MemoryKube:
         first as ADDED; with one, every change after it is replayed, or Gone (410) is
         raised when history that old has been compacted."""
         rk = self.registry.lookup(kind, api_version)
-        matches = object_matcher(
-            parse_label_selector(label_selector), parse_field_selector(field_selector, rk.kind)
-        )
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, rk.kind)
+        matches = None if labels.empty and fields.empty else object_matcher(labels, fields)
         ns = namespace if rk.namespaced else None
         with self._lock:
             if rk.kind == "PodDisruptionBudget":
@@ -336,7 +348,7 @@ class MemoryKube:
     def _replay_state(self, watch: MemoryWatch, rk: ResourceKind) -> None:
         table, frozen = self._tables[rk], self._frozen[rk]
         for key in sorted(table):
-            watch.offer(_Change(self._rv, rk, "ADDED", table[key], None, frozen[key]))
+            watch.offer(_Change(self._rv, rk, "ADDED", frozen[key], None), table[key])
 
     def _replay_history(self, watch: MemoryWatch, rk: ResourceKind, rv: int) -> None:
         if rv < self._compacted_through:
@@ -409,7 +421,7 @@ class MemoryKube:
             self._require_status_subresource(rk)
             old = self._existing_for_write(rk, obj)
             self._check_resource_version(rk, old, obj, required=False)
-            committed = self._write(rk, old, self._prepare_status_write(old, obj))
+            committed = self._write(rk, old, self._prepare_status_write(rk, old, obj))
             self._after_write()
             return clone(committed)
 
@@ -434,7 +446,7 @@ class MemoryKube:
             patched = self._apply_patch(rk, old, patch, patch_type)
             self._check_resource_version(rk, old, patched, required=False)
             if subresource == "status":
-                new = self._prepare_status_write(old, patched)
+                new = self._prepare_status_write(rk, old, patched)
             else:
                 new = self._prepare_spec_write(rk, old, patched)
             committed = self._write(rk, old, new)
@@ -678,13 +690,16 @@ class MemoryKube:
             )
 
     @staticmethod
-    def _prepare_status_write(old: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    def _prepare_status_write(
+        rk: ResourceKind, old: dict[str, Any], obj: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The stored form of a status write: old with only the status replaced."""
         new = clone(old)
         if "status" in obj:
             new["status"] = clone(obj["status"])
         else:
             new.pop("status", None)
-        return new
+        return admit_update(rk, old, new)
 
     def _removable(self, rk: ResourceKind, obj: dict[str, Any]) -> bool:
         """A deleting object goes once no finalizer holds it and no pod grace remains;
@@ -776,15 +791,15 @@ class MemoryKube:
         obj["metadata"]["resourceVersion"] = str(self._rv)
         blob = freeze(obj)
         table, frozen = self._tables[rk], self._frozen[rk]
+        change = _Change(self._rv, rk, type_, blob, frozen.get(key))
         if type_ == "DELETED":
             del table[key], frozen[key]
         else:
             table[key], frozen[key] = obj, blob
-        change = _Change(self._rv, rk, type_, obj, old, blob)
-        self._index(change, key)
+        self._index(change, key, obj, old)
         self._record(change)
         for watcher in self._watchers[rk]:
-            watcher.offer(change)
+            watcher.offer(change, obj, old)
         self._changed.notify_all()
         return obj
 
@@ -795,8 +810,10 @@ class MemoryKube:
             self._history = self._history[-self._history_limit :]
             self._compacted_through = dropped[-1].rv
 
-    def _index(self, change: _Change, key: Key) -> None:
-        rk, obj, old = change.rk, change.obj, change.old
+    def _index(
+        self, change: _Change, key: Key, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        rk = change.rk
         uid = obj["metadata"]["uid"]
         ref = (rk, key)
         old_owners = self._owner_uids(old)
@@ -823,15 +840,14 @@ class MemoryKube:
                 self._gc_owners[uid] = None
         if self._is_pod(rk):
             self._index_pod_node(key, old, None if change.type == "DELETED" else obj)
-        if self._affects_budgets(change):
+        if self._affects_budgets(rk, obj, old):
             self._pdb_dirty[key[0]] = None
 
     @staticmethod
-    def _affects_budgets(change: _Change) -> bool:
-        kind = change.rk.kind
-        if kind == "PodDisruptionBudget":  # its own status writes do not re-dirty it
-            return change.old is None or _spec_part(change.old) != _spec_part(change.obj)
-        return kind == "Pod" or kind in _SCALED_KINDS
+    def _affects_budgets(rk: ResourceKind, obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
+        if rk.kind == "PodDisruptionBudget":  # its own status writes do not re-dirty it
+            return old is None or _spec_part(old) != _spec_part(obj)
+        return rk.kind == "Pod" or rk.kind in _SCALED_KINDS
 
     @staticmethod
     def _owner_uids(obj: dict[str, Any] | None) -> set[str]:

@@ -40,6 +40,9 @@ class Dimensions:
 
 
 class PoolCatalog:
+    """One NodePool with its instance types as arrays, its daemonset overhead, and
+    caches of which types each set of requirements admits."""
+
     def __init__(
         self,
         pool: NodePool,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.resources import ResourceList
 from joiner.scheduling.model import Pod
@@ -55,13 +54,20 @@ def pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> Resou
 
 
 def host_ports(pod: Pod) -> frozenset[HostPort]:
+    """(IP, protocol, port) the pod binds on its node; with hostNetwork every container
+    port is a host port."""
     spec = pod.get("spec") or {}
+    host_network = bool(spec.get("hostNetwork"))
     containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
     return frozenset(
-        (port.get("hostIP") or WILDCARD_IP, port.get("protocol") or "TCP", int(port["hostPort"]))
+        (
+            port.get("hostIP") or WILDCARD_IP,
+            port.get("protocol") or "TCP",
+            int(port.get("hostPort") or port["containerPort"]),
+        )
         for container in containers
         for port in container.get("ports") or ()
-        if port.get("hostPort")
+        if port.get("hostPort") or (host_network and port.get("containerPort"))
     )
 
 
@@ -75,23 +81,6 @@ def host_port_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> 
         if ips and (ip == WILDCARD_IP or WILDCARD_IP in ips or ip in ips):
             return (ip, protocol, port)
     return None
-
-
-def is_provisionable(pod: Pod) -> bool:
-    """SCHED-1: unschedulable (PodScheduled=False, reason Unschedulable), not bound, not
-    nominated, not a daemonset pod and not a mirror pod."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    if (pod.get("spec") or {}).get("nodeName") or status.get("nominatedNodeName"):
-        return False
-    if is_owned_by_daemonset(pod) or wk.MIRROR_POD in (meta.get("annotations") or {}):
-        return False
-    return any(
-        c.get("type") == "PodScheduled"
-        and c.get("status") == "False"
-        and c.get("reason") == "Unschedulable"
-        for c in status.get("conditions") or ()
-    )
 
 
 def labels_of(pod: Pod) -> dict[str, str]:

@@ -143,6 +143,7 @@ def _signature(pod: Pod) -> tuple:
                     "topologySpreadConstraints",
                     "overhead",
                     "runtimeClassName",
+                    "hostNetwork",
                 )
             ]
         ),
@@ -486,7 +487,8 @@ class _Solver:
         drafts: list[Draft] = list(self.drafts)
         for position, member in enumerate(members):
             drafts.sort(key=_pod_count)  # stable: older claims win ties
-            placed, dead = self._place_one(group, constraints, member, [*nodes, *drafts])
+            allowed = self._allowed_domains(group, constraints)
+            placed, dead = self._place_one(group, constraints, member, [*nodes, *drafts], allowed)
             if dead:
                 nodes = [n for n in nodes if id(n) not in dead]
                 drafts = [d for d in drafts if id(d) not in dead]
@@ -506,11 +508,15 @@ class _Solver:
         constraints: PodConstraints,
         member: int,
         targets: list[_Node | Draft],
+        allowed: Mapping[str, frozenset[str]],
     ) -> tuple[bool, set[int]]:
         """Place on the first target that fits; also returns the targets that can never
-        take another pod of this group."""
+        take another pod of this group. Targets settled in a domain outside ``allowed``
+        are skipped without a full check."""
         dead: set[int] = set()
         for target in targets:
+            if allowed and _outside(target, allowed):
+                continue
             fit = self._check(target, group, constraints, 1)
             if isinstance(fit, _Fit):
                 self._commit(target, group, constraints, fit, [member])
@@ -518,6 +524,30 @@ class _Solver:
             if fit.permanent:
                 dead.add(id(target))
         return False, dead
+
+    def _allowed_domains(
+        self, group: _Group, constraints: PodConstraints
+    ) -> dict[str, frozenset[str]]:
+        """For each non-hostname key of the pod's own topology, the known domains one more
+        pod may go to now (exact for targets settled in one domain)."""
+        allowed: dict[str, frozenset[str]] = {}
+        for tg in constraints.topology:
+            if tg.key == wk.HOSTNAME:
+                continue
+            eligible = (
+                self.topology.eligible(
+                    tg, constraints.requirements, constraints.signature, group.tolerations
+                )
+                if tg.kind == SPREAD
+                else frozenset()
+            )
+            universe = sorted(self.topology.universe(tg.key))
+            result = self.topology.allowed(
+                tg, universe, tg.selects(group.namespace, group.labels), eligible
+            )
+            domains = frozenset() if isinstance(result, Rejection) else frozenset(result)
+            allowed[tg.key] = allowed[tg.key] & domains if tg.key in allowed else domains
+        return allowed
 
     # --- checks ---------------------------------------------------------------------
 
@@ -880,6 +910,21 @@ def _volume_conflict(constraints: PodConstraints) -> str | None:
         if merged is not None and merged.is_unsatisfiable() and not requirement.is_unsatisfiable():
             return f"volume topology on {key} conflicts with the pod's node affinity"
     return None
+
+
+def _outside(target: _Node | Draft, allowed: Mapping[str, frozenset[str]]) -> bool:
+    """Whether the target is settled, on some key, in a domain not allowed."""
+    for key, domains in allowed.items():
+        if isinstance(target, Draft):
+            requirement = target.requirements.get(key)
+            if requirement is None or requirement.complement or len(requirement.values) != 1:
+                continue
+            value = next(iter(requirement.values))
+        else:
+            value = target.node.labels.get(key)
+        if value is not None and value not in domains:
+            return True
+    return False
 
 
 def _draft_domains(draft: Draft, requirements: Requirements) -> Any:

@@ -142,7 +142,8 @@ class Topology:
     # --- queries -------------------------------------------------------------------
 
     def selecting(self, namespace: str, labels: Mapping[str, str]) -> list[TopologyGroup]:
-        """The groups whose selector matches a pod with these labels."""
+        """The groups whose selector matches a pod with these labels (cached: ask only
+        once every group of the solve has been created)."""
         signature = (namespace, tuple(sorted(labels.items())))
         found = self._selecting.get(signature)
         if found is None:
@@ -164,8 +165,10 @@ class Topology:
         signature: str,
         tolerations: Sequence[Mapping[str, Any]],
     ) -> frozenset[str]:
-        """Domains counted for the skew of a pod with these requirements and tolerations
-        (nodeAffinityPolicy / nodeTaintsPolicy)."""
+        """Domains counted for the skew of a pod with these requirements and tolerations:
+        nodeAffinityPolicy Honor keeps the domains the pod's own requirement on the key
+        allows; nodeTaintsPolicy Honor keeps domains offered by a pool or node whose
+        taints the pod tolerates."""
         cache_key = (id(group), signature, id(tolerations))
         found = self._eligible.get(cache_key)
         if found is None:

@@ -41,6 +41,8 @@ class SimCloud(Protocol):
 
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None: ...
 
+    def reclaim(self, provider_id: str) -> None: ...
+
 
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
@@ -76,6 +78,10 @@ class FakeSimCloud:
         }
         labels.update({wk.ZONE: node.zone, wk.CAPACITY_TYPE: node.capacity_type})
         return StaticNodeFacts(labels, instance_type.capacity, instance_type.allocatable, price)
+
+    def reclaim(self, provider_id: str) -> None:
+        """EC2 takes the instance away (an interruption coming true)."""
+        self.provider.instances.pop(provider_id, None)
 
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
         for key in keys:

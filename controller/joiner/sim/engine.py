@@ -17,6 +17,7 @@ from joiner.api import resources as res
 from joiner.api.conditions import TRUE, set_condition
 from joiner.api.validation import validate_object
 from joiner.clock import FakeClock
+from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.runtime import DONE, Manager, Result
 from joiner.kube.api import ApiError, NotFound
 from joiner.kube.memory import MemoryKube
@@ -24,6 +25,7 @@ from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
 from joiner.sim.cloud import SimCloud, build_cloud
+from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
@@ -168,16 +170,13 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
 
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int = 0) -> None:
-        for step in scenario.steps:
-            if isinstance(step, InterruptStep):
-                raise ScenarioError(
-                    f"spec.steps[{step.index}].interrupt: interruption delivery needs the "
-                    "interruption queue, which this build does not include yet"
-                )
         self.scenario = scenario
         self.clock = FakeClock(SIM_START)
         self.kube = MemoryKube(self.clock, garbage_collection="manual", seed=seed)
         self.cloud = build_cloud(scenario, self.clock)
+        self.interruptions = Interruptions.for_scenario(
+            scenario, self.kube, self.clock, self.cloud.reclaim
+        )
         self.operator = Operator(
             self.kube,
             self.cloud.provider,
@@ -185,6 +184,7 @@ class Simulation:
             self.cloud.resolve_nodeclass,
             operator_options(scenario),
             validate=validate_object,
+            interruption_feed=self.interruptions.feed if self.interruptions else None,
         )
         self.observer = Observer(self.kube, self.clock, self.cloud, self.operator, SIM_START)
         self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
@@ -194,6 +194,13 @@ class Simulation:
     # --- running -----------------------------------------------------------------------
 
     def run(self) -> SimulationResult:
+        try:
+            return self._run()
+        finally:
+            if self.interruptions is not None:
+                self.interruptions.close()
+
+    def _run(self) -> SimulationResult:
         self._create_static_nodes()
         self._apply(self.scenario.objects, "spec.objects")
         self._run_instant()
@@ -224,6 +231,8 @@ class Simulation:
             self.run_until(self.clock.now() + step.max_seconds, stop=self.settled)
         elif isinstance(step, CapacityStep):
             self._capacity(step)
+        elif isinstance(step, InterruptStep) and self.interruptions is not None:
+            self.interruptions.deliver(step, self._schedule, self._wake_interruption)
         elif isinstance(step, ExpectStep):
             failures = evaluate_expect(
                 step, self.observer.snapshot(), list(self.observer.nodeclaims.values())
@@ -335,6 +344,13 @@ class Simulation:
                 step.duration,
                 lambda: self.cloud.set_available(step.unavailable, True),
             )
+
+    def _schedule(self, key: str, delay: float, action: Callable[[], None]) -> None:
+        self.world.timers.schedule(self.world.manager, key, delay, action)
+
+    def _wake_interruption(self) -> None:
+        assert self.operator.interruption is not None  # wired when the scenario interrupts
+        self.operator.manager.enqueue(self.operator.interruption.name, interruption.KEY)
 
     def _create_static_nodes(self) -> None:
         for spec in self.scenario.nodes:

@@ -49,6 +49,7 @@ INTERRUPT_KINDS = (
     "stopped",
     "shutting-down",
     "terminated",
+    "capacity-reservation-interruption",
 )
 SCALABLE_KINDS = ("Deployment", "ReplicaSet")
 _SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")

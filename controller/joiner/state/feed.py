@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from joiner.kube.api import ApiError, Gone, KubeAPI
+from joiner.kube.api import Gone, KubeAPI
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ThreadedFeed:
                 self._watch(kind, known, resource_version)
             except Gone:
                 continue  # history compacted: list again
-            except ApiError as err:
+            except Exception as err:  # API errors and transport failures alike: never die
                 log.warning("watch %s failed: %s", kind, err)
                 self._stop.wait(RETRY_DELAY)
 

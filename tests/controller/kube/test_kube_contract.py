@@ -738,3 +738,10 @@ def test_pod_with_bad_grace_period_is_invalid(env):
     with pytest.raises(Invalid) as error:
         env.api.create(bad)
     assert [c.field for c in error.value.causes] == ["spec.terminationGracePeriodSeconds"]
+
+
+def test_crd_status_is_validated(env):
+    env.api.create(nodepool("default"))
+    with pytest.raises(Invalid) as error:
+        env.api.patch("NodePool", "default", {"status": {"nodeName": "x"}}, subresource="status")
+    assert [c.field for c in error.value.causes] == ["status.nodeName"]

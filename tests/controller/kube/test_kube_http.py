@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -11,10 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from joiner.kube.api import ObjectList, ServiceUnavailable, TooManyRequests, WatchEvent
 from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy, TokenBucket
 from joiner.kube.reflector import list_and_watch
+from joiner.kube.server import KubeHTTPServer
 from kube_helpers import pod
 
 # ---------------------------------------------------------------- configuration
@@ -217,3 +221,61 @@ def test_list_and_watch_relists_after_gone(env):
     assert isinstance(event, WatchEvent)
     assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "c")
     stream.close()
+
+
+# ---------------------------------------------------------------- TLS
+
+
+@pytest.fixture
+def tls_server(store, tmp_path: Path) -> Iterator[tuple[KubeHTTPServer, Path]]:
+    """The memory store over HTTPS with a throwaway self-signed certificate."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = KubeHTTPServer(store)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.start()
+    yield server, cert
+    server.stop()
+
+
+def test_https_with_cluster_ca(tls_server):
+    server, cert = tls_server
+    url = server.url.replace("http://", "https://")
+    trusted = HttpKube(ClusterConfig(server=url, ca_file=str(cert), token="t"))
+    assert [i["metadata"]["name"] for i in trusted.list("Namespace")] == [
+        "default",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+    ]
+    trusted.close()
+    insecure = HttpKube(ClusterConfig(server=url, insecure_skip_tls_verify=True))
+    assert len(insecure.list("Namespace")) == 4
+    insecure.close()
+    untrusted = HttpKube(ClusterConfig(server=url), retry=RetryPolicy(max_retries=0))
+    with pytest.raises(httpx.ConnectError):
+        untrusted.list("Namespace")
+    untrusted.close()

@@ -250,3 +250,18 @@ def test_daemonsets_that_cannot_run_on_the_claim_add_no_overhead():
     plan = run([pod("app", cpu="1", memory="")], snapshot=snapshot)
     assert layout(plan) == [("medium", ["app"])]  # the zone is open: it might run there
     assert plan.nodeclaims[0].daemonset_overhead == {"cpu": 2000, "pods": 1000}
+
+
+def test_pool_limit_on_an_extended_resource_counts_the_largest_candidate():
+    gpu = new_instance_type(
+        "gpu", cpu="8", memory="32Gi", pods=20, resources={"nvidia.com/gpu": "2"}
+    )
+    pods = [pod(f"t{i}", extra={"nvidia.com/gpu": "1"}) for i in range(3)]
+    plan = run(pods, pools=[nodepool(limits={"nvidia.com/gpu": "2"})], types=[gpu])
+    assert layout(plan) == [("gpu", ["t0", "t1"])]
+    assert reasons(plan) == {"t2": POOL_LIMITS}
+
+
+def test_pool_memory_limit_filters_candidate_types():
+    plan = run([pod("a", cpu="1", memory="1Gi")], pools=[nodepool(limits={"memory": "8Gi"})])
+    assert plan.nodeclaims[0].instance_types == ["small", "medium"]

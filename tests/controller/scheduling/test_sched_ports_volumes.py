@@ -209,3 +209,12 @@ def test_identical_pods_go_to_the_claim_with_fewest_pods():
     ]
     plan = run(pods, types=types)
     assert layout(plan) == [("two", ["big1", "s1", "s3"]), ("two", ["big2", "s2"])]
+
+
+def test_generic_ephemeral_volume_follows_its_template_storage_class():
+    volume = {
+        "name": "scratch",
+        "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "zonal"}}},
+    }
+    plan = run([pod("job", volumes=[volume])], snapshot=ClusterSnapshot(volumes=_catalog()))
+    assert plan.nodeclaims[0].labels[wk.ZONE] == "test-zone-3"

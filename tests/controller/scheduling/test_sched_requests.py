@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from joiner.scheduling.model import ClusterSnapshot
-from joiner.scheduling.pods import host_port_conflict, host_ports, is_provisionable, pod_requests
+from joiner.scheduling.pods import host_port_conflict, host_ports, pod_requests
 from sched_builders import layout, pod, run
 
 
@@ -61,28 +61,9 @@ def test_host_ports_and_conflicts():
     assert host_port_conflict(host_ports(d), host_ports(b)) is None
 
 
-def _unschedulable(**changes) -> dict:
-    p = pod("p")
-    p["status"] = {
-        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
-    }
-    for path, value in changes.items():
-        section, field = path.split("__")
-        p.setdefault(section, {})[field] = value
-    return p
-
-
-def test_only_unschedulable_unbound_unnominated_non_daemon_pods_are_provisionable():
-    assert is_provisionable(_unschedulable())
-    assert not is_provisionable(pod("fresh"))  # no PodScheduled=False yet
-    assert not is_provisionable(_unschedulable(spec__nodeName="n1"))
-    assert not is_provisionable(_unschedulable(status__nominatedNodeName="n1"))
-    assert not is_provisionable(
-        _unschedulable(metadata__ownerReferences=[{"kind": "DaemonSet", "name": "ds"}])
-    )
-    assert not is_provisionable(
-        _unschedulable(metadata__annotations={"kubernetes.io/config.mirror": "x"})
-    )
-    gated = _unschedulable()
-    gated["status"]["conditions"][0]["reason"] = "SchedulingGated"
-    assert not is_provisionable(gated)
+def test_host_network_makes_container_ports_host_ports():
+    p = pod("dns", ports=[{"containerPort": 53, "protocol": "UDP"}], hostNetwork=True)
+    assert host_ports(p) == {("0.0.0.0", "UDP", 53)}
+    assert host_ports(pod("plain", ports=[{"containerPort": 53}])) == frozenset()
+    plan = run([p, pod("dns2", ports=[{"containerPort": 53, "protocol": "UDP"}], hostNetwork=True)])
+    assert layout(plan) == [("small", ["dns"]), ("small", ["dns2"])]

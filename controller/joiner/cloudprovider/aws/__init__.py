@@ -1,1 +1,25 @@
-"""The AWS cloud provider: boto3 against EC2, SSM, IAM and the Pricing API."""
+"""The AWS cloud provider: boto3 against EC2, SSM, IAM and the Pricing API.
+
+Build one with ``AWSCloudProvider(clients, clock, cluster, region, nodeclasses)``; see
+docs/aws.md for discovery, AMI selection, pricing and the IAM actions it needs.
+"""
+
+from joiner.cloudprovider.aws.clients import AWSClients
+from joiner.cloudprovider.aws.cluster import ClusterInfo
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, nodeclass_hash
+from joiner.cloudprovider.aws.offerings import UnavailableOfferings
+from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
+from joiner.cloudprovider.aws.provider import AWSCloudProvider
+
+__all__ = [
+    "AWSClients",
+    "AWSCloudProvider",
+    "ClusterInfo",
+    "InstanceTypeCatalogue",
+    "NodeClassResolver",
+    "PricingProvider",
+    "UnavailableOfferings",
+    "load_price_file",
+    "nodeclass_hash",
+]

@@ -27,7 +27,6 @@ LATEST = "latest"
 STANDARD, NVIDIA, NEURON = "standard", "nvidia", "neuron"
 SUPPORTED_ALIASES = ("al2", "al2023", "bottlerocket")
 DEFAULT_OWNERS = ["self", "amazon"]
-_SSM_BATCH = 10
 _EC2_ARCH = {arch: ec2 for ec2, arch in ARCHITECTURES.items()}  # amd64 -> x86_64
 
 
@@ -136,7 +135,9 @@ class AMIResolver:
 
     def _from_alias(self, family: str, version: str) -> list[dict[str, Any]]:
         if not self._k8s:
-            raise ResolutionError("the cluster's Kubernetes version is unknown: cannot resolve aliases")
+            raise ResolutionError(
+                "the cluster's Kubernetes version is unknown: cannot resolve aliases"
+            )
         variants = alias_variants(family, version, self._k8s)
         values = self._parameters([v.parameter for v in variants])
         found = [v for v in variants if v.parameter in values]
@@ -152,10 +153,15 @@ class AMIResolver:
         ]
 
     def _parameters(self, names: list[str]) -> dict[str, str]:
+        """Values of the parameters that exist (one GetParameter each: that is the action
+        the controller policy grants on ``parameter/aws/service/*``)."""
         values: dict[str, str] = {}
-        for start in range(0, len(names), _SSM_BATCH):
-            response = self._ssm.get_parameters(Names=names[start : start + _SSM_BATCH])
-            values.update({p["Name"]: p["Value"] for p in response["Parameters"]})
+        for name in names:
+            try:
+                values[name] = self._ssm.get_parameter(Name=name)["Parameter"]["Value"]
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "ParameterNotFound":
+                    raise
         return values
 
     def _image_names(self, image_ids: list[str]) -> dict[str, str]:
@@ -180,9 +186,7 @@ class AMIResolver:
             {
                 "id": image["ImageId"],
                 "name": image.get("Name", ""),
-                "requirements": [
-                    {"key": wk.ARCH, "operator": IN, "values": [_image_arch(image)]}
-                ],
+                "requirements": [{"key": wk.ARCH, "operator": IN, "values": [_image_arch(image)]}],
             }
             for image in ordered
             if _image_arch(image) is not None
@@ -205,7 +209,9 @@ class AMIResolver:
         if term.get("name"):
             filters.append({"Name": "name", "Values": [term["name"]]})
         if len(filters) == 1 and not term.get("owner"):
-            raise ResolutionError(f"{where} selects nothing: set id, name, tags, owner or ssmParameter")
+            raise ResolutionError(
+                f"{where} selects nothing: set id, name, tags, owner or ssmParameter"
+            )
         kwargs: dict[str, Any] = {"Filters": filters}
         if term.get("owner"):
             kwargs["Owners"] = [term["owner"]]
@@ -218,7 +224,9 @@ def _image_arch(image: Mapping[str, Any]) -> str | None:
     return ARCHITECTURES.get(image.get("Architecture", "x86_64"))
 
 
-def _variant_requirements(variant: AliasVariant, found: set[tuple[str, str]]) -> list[dict[str, Any]]:
+def _variant_requirements(
+    variant: AliasVariant, found: set[tuple[str, str]]
+) -> list[dict[str, Any]]:
     """Architecture, plus: NVIDIA AMIs for NVIDIA GPUs, Neuron AMIs for AWS accelerators,
     and the standard AMI for the rest when such a variant exists for the architecture."""
     requirements = Requirements([Requirement.new(wk.ARCH, IN, [variant.arch])])

@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 
 UNUSED_TTL_SECONDS = 3600.0
 NAME_PREFIX = "joiner"
-NOT_FOUND_CODES = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
+NOT_FOUND_CODES = (
+    "InvalidLaunchTemplateName.NotFoundException",
+    "InvalidLaunchTemplateId.NotFound",
+)
 _EBS_FIELDS = {
     "volumeType": "VolumeType",
     "encrypted": "Encrypted",
@@ -61,7 +64,9 @@ def block_device_mappings(mappings: Sequence[Mapping[str, Any]]) -> list[dict[st
     out = []
     for mapping in mappings:
         ebs_in = mapping.get("ebs") or {}
-        ebs: dict[str, Any] = {ec2: ebs_in[ours] for ours, ec2 in _EBS_FIELDS.items() if ours in ebs_in}
+        ebs: dict[str, Any] = {
+            ec2: ebs_in[ours] for ours, ec2 in _EBS_FIELDS.items() if ours in ebs_in
+        }
         if "volumeSize" in ebs_in:
             size_bytes = parse_quantity(ebs_in["volumeSize"]).value
             ebs["VolumeSize"] = math.ceil(size_bytes / 2**30)

@@ -79,7 +79,9 @@ def not_ready_message(nodeclass: EC2NodeClass) -> str:
 
 
 class NodeClassResolver:
-    def __init__(self, clients: AWSClients, clock: Clock, cluster: ClusterInfo, region: str) -> None:
+    def __init__(
+        self, clients: AWSClients, clock: Clock, cluster: ClusterInfo, region: str
+    ) -> None:
         self._clients = clients
         self._clock = clock
         self._amis = AMIResolver(clients.ec2, clients.ssm, cluster.kubernetes_version)
@@ -91,7 +93,11 @@ class NodeClassResolver:
         conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
         ec2 = self._clients.ec2
         parts: list[tuple[str, str, Callable[[], Any]]] = [
-            (api.SUBNETS_READY, "subnets", lambda: resolve_subnets(ec2, nodeclass.subnet_selector_terms)),
+            (
+                api.SUBNETS_READY,
+                "subnets",
+                lambda: resolve_subnets(ec2, nodeclass.subnet_selector_terms),
+            ),
             (
                 api.SECURITY_GROUPS_READY,
                 "securityGroups",
@@ -127,7 +133,9 @@ class NodeClassResolver:
             return
         except (BotoCoreError, ClientError) as error:
             log.warning("resolving %s failed: %s", key, error)
-            self._set(conditions, condition, f"AWS error while resolving {key}: {error}", "AWSError")
+            self._set(
+                conditions, condition, f"AWS error while resolving {key}: {error}", "AWSError"
+            )
             return
         self._set(conditions, condition, "", "")
 

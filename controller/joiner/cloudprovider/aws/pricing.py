@@ -9,9 +9,9 @@ Sources, in order of preference [SPEC 5]:
    ISOLATED_VPC.
 3. an estimate: a linear model ``price = a*vCPU + b*GiB + c*accelerators`` fitted by least
    squares to the known prices of the same family (else category and generation, else
-   category, else every known type; a group needs 3 known prices), with fixed coefficients when nothing is known (fitted once to
-   c5/m5/r5 us-east-1 list prices: $0.0357 per vCPU-hour, $0.0034 per GiB-hour and
-   $0.50 per GPU/accelerator-hour).
+   category, else every known type; a group needs 3 known prices), with fixed
+   coefficients when nothing is known (fitted once to c5/m5/r5 us-east-1 list prices:
+   $0.0357 per vCPU-hour, $0.0034 per GiB-hour and $0.50 per GPU/accelerator-hour).
 Spot without a plausible history price defaults to ``SPOT_FRACTION`` (40%) of the
 on-demand price. A history price below ``MIN_PLAUSIBLE_SPOT_FRACTION`` (5%) of on-demand
 is not plausible (moto reports $0.00001 for everything) and is ignored.

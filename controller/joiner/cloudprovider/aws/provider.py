@@ -254,7 +254,9 @@ class AWSCloudProvider:
         candidates: list[_Candidate],
     ) -> FleetResult:
         nodepool = nodeclaim.nodepool or ""
-        tags = instance_tags(self.cluster.name, nodepool, nodeclass.name, nodeclaim.name, nodeclass.tags)
+        tags = instance_tags(
+            self.cluster.name, nodepool, nodeclass.name, nodeclaim.name, nodeclass.tags
+        )
         for attempt in range(2):
             overrides = self._overrides(nodeclaim, nodeclass, capacity_type, candidates)
             try:
@@ -265,16 +267,22 @@ class AWSCloudProvider:
                     for override in overrides:  # deleted behind our back: recreate once
                         self.launch_templates.forget(override.launch_template)
                     continue
-                raise CloudProviderError(f"CreateFleet for {nodeclaim.name} failed: {error}") from error
+                raise CloudProviderError(
+                    f"CreateFleet for {nodeclaim.name} failed: {error}"
+                ) from error
             break
         for error in result.errors:
             if error.is_capacity_error and error.instance_type and error.zone:
                 self.unavailable.mark_unavailable(error.instance_type, error.zone, capacity_type)
         if result.instance_id is None:
-            summary = "; ".join(f"{e.code} {e.instance_type} {e.zone}: {e.message}" for e in result.errors)
+            summary = "; ".join(
+                f"{e.code} {e.instance_type} {e.zone}: {e.message}" for e in result.errors
+            )
             if result.errors and all(e.is_capacity_error for e in result.errors):
                 raise InsufficientCapacityError(f"no capacity for {nodeclaim.name}: {summary}")
-            raise CloudProviderError(f"CreateFleet launched nothing for {nodeclaim.name}: {summary}")
+            raise CloudProviderError(
+                f"CreateFleet launched nothing for {nodeclaim.name}: {summary}"
+            )
         self._first_seen[result.instance_id] = self.clock.now()
         return result
 
@@ -498,6 +506,11 @@ class AWSCloudProvider:
         if not _security_groups(instance) <= {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
         return None
+
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
+        """Keep an offering out of launches for the cache's TTL (3 minutes): an
+        interruption warning for its pool means no capacity there, as an ICE does."""
+        self.unavailable.mark_unavailable(instance_type, zone, capacity_type)
 
     # --- garbage collection and class cleanup ------------------------------------
 

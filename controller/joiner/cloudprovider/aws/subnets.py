@@ -25,7 +25,11 @@ def resolve_subnets(ec2: Any, terms: Sequence[Mapping[str, Any]]) -> list[dict[s
     if not found:
         raise ResolutionError(f"no subnet matches spec.{FIELD} {list(terms)}")
     return [
-        {"id": s["SubnetId"], "zone": s["AvailabilityZone"], "zoneID": s.get("AvailabilityZoneId", "")}
+        {
+            "id": s["SubnetId"],
+            "zone": s["AvailabilityZone"],
+            "zoneID": s.get("AvailabilityZoneId", ""),
+        }
         for s in sorted(found.values(), key=lambda s: (s["AvailabilityZone"], s["SubnetId"]))
     ]
 
@@ -36,8 +40,12 @@ def subnets_by_zone(ec2: Any, status_subnets: Sequence[Mapping[str, str]]) -> di
     ids = [s["id"] for s in status_subnets]
     if not ids:
         return {}
-    subnets = describe_all(ec2, "describe_subnets", "Subnets", [{"Name": "subnet-id", "Values": ids}])
+    subnets = describe_all(
+        ec2, "describe_subnets", "Subnets", [{"Name": "subnet-id", "Values": ids}]
+    )
     chosen: dict[str, str] = {}
-    for subnet in sorted(subnets, key=lambda s: (-s.get("AvailableIpAddressCount", 0), s["SubnetId"])):
+    for subnet in sorted(
+        subnets, key=lambda s: (-s.get("AvailableIpAddressCount", 0), s["SubnetId"])
+    ):
         chosen.setdefault(subnet["AvailabilityZone"], subnet["SubnetId"])
     return chosen

@@ -226,7 +226,10 @@ def al2_script(bootstrap: NodeBootstrap) -> str:
         f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in bootstrap.all_taints()
     )
     extra.append(f"--register-with-taints={taints}")
-    for field_name, flag in (("kubeReserved", "--kube-reserved"), ("systemReserved", "--system-reserved")):
+    for field_name, flag in (
+        ("kubeReserved", "--kube-reserved"),
+        ("systemReserved", "--system-reserved"),
+    ):
         if bootstrap.kubelet.get(field_name):
             pairs = ",".join(f"{k}={v}" for k, v in sorted(bootstrap.kubelet[field_name].items()))
             extra.append(f"{flag}={pairs}")

@@ -1,47 +1,55 @@
-"""moto in server mode on 127.0.0.1 for the AWS provider tests.
+"""Seeding and hooks for the AWS provider tests against moto (server mode, in-process).
 
-One ThreadedMotoServer per session; every test that asks for ``env`` gets a freshly reset
-moto seeded with what a cluster has: a VPC with discovery-tagged subnets and security
-group, EKS optimized AMIs and their SSM parameters (moto has none: written straight into
-its in-process backend, since SSM refuses ``/aws/...`` names from clients), and a node
-role. The instance-type catalogue is loaded once per session (moto's unfiltered
-DescribeInstanceTypes takes ~8 s) and shared.
+``seed_env`` resets moto and seeds what a cluster's account has: a VPC with
+discovery-tagged subnets and security groups, EKS optimized AMIs and their public SSM
+parameters (moto has none, and SSM refuses ``/aws/...`` names from clients, so they are
+written into moto's in-process backend), and a node role. ``seed_spot_prices`` serves
+spot prices (moto's are a constant $0.00001). ``CapacityOutage`` makes CreateFleet report
+insufficient capacity, which moto never does. ``make_stand`` wires an AWSCloudProvider.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.core.utils import utcnow
-from moto.ec2.models import ec2_backends
-from moto.server import ThreadedMotoServer
-from moto.ssm.models import Parameter, ssm_backends
-
+from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.clients import AWSClients
+from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
-from joiner.cloudprovider.aws.pricing import load_price_file
+from joiner.cloudprovider.aws.pricing import PricingProvider
+from joiner.cloudprovider.aws.provider import AWSCloudProvider
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
+from moto.core.utils import utcnow
+from moto.ec2.models import ec2_backends
+from moto.ec2.responses.spot_instances import SpotInstances
+from moto.ssm.models import Parameter, ssm_backends
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
 K8S_VERSION = "1.31"
 ROLE = "test-node-role"
 DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
-PRICE_FILE = Path(__file__).resolve().parents[5] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+PRICE_FILE = (
+    Path(__file__).resolve().parents[5] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+)
 
 # (SSM parameter, architecture) for each alias-resolvable AMI that gets seeded.
 EKS = f"/aws/service/eks/optimized-ami/{K8S_VERSION}"
 BR = f"/aws/service/bottlerocket/aws-k8s-{K8S_VERSION}"
 AMI_PARAMETERS = {
-    ("al2023", "amd64", "standard"): f"{EKS}/amazon-linux-2023/x86_64/standard/recommended/image_id",
+    (
+        "al2023",
+        "amd64",
+        "standard",
+    ): f"{EKS}/amazon-linux-2023/x86_64/standard/recommended/image_id",
     ("al2023", "arm64", "standard"): f"{EKS}/amazon-linux-2023/arm64/standard/recommended/image_id",
     ("al2023", "amd64", "nvidia"): f"{EKS}/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
     ("al2023@pinned", "amd64", "standard"): (
@@ -65,10 +73,9 @@ class Env:
     clients: AWSClients
     vpc_id: str
     subnets: dict[str, str]  # name -> id
-    node_security_group: str
+    node_security_groups: list[str]  # sorted
     other_security_group: str
     amis: dict[tuple[str, str, str], str]  # (alias, arch, variant) -> image id
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _post(url: str) -> None:
@@ -99,12 +106,16 @@ def seed_env(moto_url: str) -> Env:
         "c": _subnet(ec2, vpc_id, "10.0.48.0/20", "us-east-1c", DISCOVERY),
         "d-untagged": _subnet(ec2, vpc_id, "10.0.64.0/20", "us-east-1d", {"team": "other"}),
     }
-    # moto attaches the VPC's default group to fleet instances whatever the launch
-    # template says, so the default group is the discovered node group here.
-    default_sg = ec2.describe_security_groups(
-        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": ["default"]}]
-    )["SecurityGroups"][0]["GroupId"]
-    ec2.create_tags(Resources=[default_sg], Tags=_tags(DISCOVERY))
+    # moto ignores a launch template's security groups: on-demand instances get the
+    # subnet VPC's default group, spot instances the default VPC's. Both default groups
+    # are therefore the discovered node groups here.
+    node_groups = sorted(
+        g["GroupId"]
+        for g in ec2.describe_security_groups(
+            Filters=[{"Name": "group-name", "Values": ["default"]}]
+        )["SecurityGroups"]
+    )
+    ec2.create_tags(Resources=node_groups, Tags=_tags(DISCOVERY))
     other_sg = ec2.create_security_group(
         GroupName="other-nodes",
         Description="other",
@@ -129,9 +140,7 @@ def seed_env(moto_url: str) -> Env:
             }
         ),
     )
-    return Env(moto_url, clients, vpc_id, subnets, default_sg, other_sg, amis)
-
-
+    return Env(moto_url, clients, vpc_id, subnets, node_groups, other_sg, amis)
 
 
 def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -182,8 +191,6 @@ def seed_ssm_parameter(name: str, value: str) -> None:
 def seed_spot_prices(monkeypatch: pytest.MonkeyPatch, prices: dict[tuple[str, str], str]) -> None:
     """moto answers DescribeSpotPriceHistory with $0.00001 for everything; serve these
     (instance type, zone) -> price entries instead, with a current timestamp."""
-    from moto.core.responses import ActionResult
-    from moto.ec2.responses.spot_instances import SpotInstances
 
     def describe_spot_price_history(self: SpotInstances) -> ActionResult:
         wanted = set(self._get_param("InstanceTypes", []))
@@ -256,7 +263,9 @@ class CapacityOutage:
                     self._errors.append(
                         {
                             "LaunchTemplateAndOverrides": {
-                                "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+                                "LaunchTemplateSpecification": config[
+                                    "LaunchTemplateSpecification"
+                                ],
                                 "Overrides": override,
                             },
                             "Lifecycle": capacity_type,
@@ -303,14 +312,14 @@ class Stand:
     """A provider wired to a seeded moto, with its classes and clock."""
 
     env: Env
-    provider: Any
-    clock: Any
-    nodeclasses: dict[str, Any]
+    provider: AWSCloudProvider
+    clock: FakeClock
+    nodeclasses: dict[str, EC2NodeClass]
     outage: CapacityOutage
     fleets: FleetRecorder
 
-    def add_nodeclass(self, name: str = "default", **spec: Any) -> Any:
-        from joiner.api.ec2nodeclass import EC2NodeClass
+    def add_nodeclass(self, name: str = "default", **spec: Any) -> EC2NodeClass:
+        """Create (or replace) a class and resolve its status against moto."""
 
         nodeclass = EC2NodeClass.from_dict(nodeclass_dict(name, **spec))
         nodeclass.status = self.provider.resolve_nodeclass(nodeclass)
@@ -318,11 +327,11 @@ class Stand:
         return nodeclass
 
 
-def make_pricing(url: str, catalogue: Any, price_table: dict[str, float]) -> Any:
+def make_pricing(
+    url: str, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+) -> PricingProvider:
     """Prices from moto (its Pricing API fails; spot history as moto or the test serves
     it) over the real us-east-1 on-demand table, refreshed once."""
-    from joiner.clock import FakeClock
-    from joiner.cloudprovider.aws.pricing import PricingProvider
 
     clients = make_clients(url)
     pricing = PricingProvider(
@@ -337,13 +346,10 @@ def make_pricing(url: str, catalogue: Any, price_table: dict[str, float]) -> Any
     return pricing
 
 
-def make_stand(env: Env, catalogue: Any, pricing: Any) -> Stand:
-    from joiner.clock import FakeClock
-    from joiner.cloudprovider.aws.cluster import ClusterInfo
-    from joiner.cloudprovider.aws.provider import AWSCloudProvider
+def make_stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvider) -> Stand:
 
     clock = FakeClock()
-    nodeclasses: dict[str, Any] = {}
+    nodeclasses: dict[str, EC2NodeClass] = {}
     provider = AWSCloudProvider(
         env.clients,
         clock,
@@ -354,10 +360,16 @@ def make_stand(env: Env, catalogue: Any, pricing: Any) -> Stand:
         pricing=pricing,
     )
     zones = {
-        s["SubnetId"]: s["AvailabilityZone"]
-        for s in env.clients.ec2.describe_subnets()["Subnets"]
+        s["SubnetId"]: s["AvailabilityZone"] for s in env.clients.ec2.describe_subnets()["Subnets"]
     }
-    return Stand(env, provider, clock, nodeclasses, CapacityOutage(env.clients.ec2, zones), FleetRecorder(env.clients.ec2))
+    return Stand(
+        env,
+        provider,
+        clock,
+        nodeclasses,
+        CapacityOutage(env.clients.ec2, zones),
+        FleetRecorder(env.clients.ec2),
+    )
 
 
 def nodeclaim_dict(
@@ -372,10 +384,17 @@ def nodeclaim_dict(
         "kind": "NodeClaim",
         "metadata": {
             "name": name,
-            "labels": {"karpenter.sh/nodepool": nodepool, "karpenter.k8s.aws/ec2nodeclass": nodeclass},
+            "labels": {
+                "karpenter.sh/nodepool": nodepool,
+                "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+            },
         },
         "spec": {
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodeclass},
+            "nodeClassRef": {
+                "group": "karpenter.k8s.aws",
+                "kind": "EC2NodeClass",
+                "name": nodeclass,
+            },
             "requirements": requirements,
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
             **spec,

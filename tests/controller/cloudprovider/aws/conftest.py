@@ -10,11 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 from aws_moto_seed import PRICE_FILE, Env, make_clients, make_pricing, seed_env
-from moto.server import ThreadedMotoServer
-
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
+from moto.server import ThreadedMotoServer
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.ec2nodeclass import EC2NodeClass
@@ -25,14 +24,19 @@ GI = 2**30 * 1000
 
 def nodeclass(**spec: object) -> EC2NodeClass:
     return EC2NodeClass.from_dict(
-        {"metadata": {"name": "default"}, "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], **spec}}
+        {
+            "metadata": {"name": "default"},
+            "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], **spec},
+        }
     )
 
 
 def build(catalogue: InstanceTypeCatalogue, name: str, **spec: object):
     settings = TypeSettings.for_nodeclass(nodeclass(**spec), "us-east-1")
     offerings = [Offering("us-east-1a", wk.CAPACITY_TYPE_ON_DEMAND, 1.0)]
-    return build_instance_type(catalogue.infos()[name], settings, offerings, {"us-east-1a": "use1-az6"})
+    return build_instance_type(
+        catalogue.infos()[name], settings, offerings, {"us-east-1a": "use1-az6"}
+    )
 
 
 # name: (vCPU, memory capacity Mi, pods, kube-reserved cpu m, kube-reserved memory Mi)
@@ -118,7 +122,11 @@ def test_kubelet_overrides(catalogue: InstanceTypeCatalogue) -> None:
     )
     assert it.capacity[res.PODS] == 20_000
     # memory reserve follows maxPods: 11 x 20 + 255
-    assert it.overhead.kube_reserved == {res.CPU: 200, res.MEMORY: 475 * MI, res.EPHEMERAL_STORAGE: GI}
+    assert it.overhead.kube_reserved == {
+        res.CPU: 200,
+        res.MEMORY: 475 * MI,
+        res.EPHEMERAL_STORAGE: GI,
+    }
     assert it.overhead.system_reserved == {res.MEMORY: 300 * MI}
     # hard 5% of 15155Mi = 757.75Mi -> rounded up in bytes; soft 1Gi is larger and wins
     assert it.overhead.eviction_threshold[res.MEMORY] == 1024 * MI
@@ -132,7 +140,9 @@ def test_pods_per_core_caps_max_pods(catalogue: InstanceTypeCatalogue) -> None:
     assert max_pods(info, {"maxPods": 200, "podsPerCore": 10}) == 40
 
 
-def test_bottlerocket_ephemeral_storage_is_the_data_volume(catalogue: InstanceTypeCatalogue) -> None:
+def test_bottlerocket_ephemeral_storage_is_the_data_volume(
+    catalogue: InstanceTypeCatalogue,
+) -> None:
     it = build(catalogue, "m5.xlarge", amiSelectorTerms=[{"alias": "bottlerocket@latest"}])
     assert it.capacity[res.EPHEMERAL_STORAGE] == 20 * GI
     raid = build(catalogue, "c6gd.large", instanceStorePolicy="RAID0")
@@ -196,8 +206,12 @@ def test_catalogue_keeps_only_kubernetes_architectures(catalogue: InstanceTypeCa
 
 
 def test_kubelet_validation_names_the_field() -> None:
-    assert validate_kubelet({"maxPods": 0}) == ["spec.kubelet.maxPods must be an integer >= 1, got 0"]
-    assert validate_kubelet({"kubeReserved": {"gpu": "1"}, "evictionHard": {"memory.available": "lots"}}) == [
+    assert validate_kubelet({"maxPods": 0}) == [
+        "spec.kubelet.maxPods must be an integer >= 1, got 0"
+    ]
+    assert validate_kubelet(
+        {"kubeReserved": {"gpu": "1"}, "evictionHard": {"memory.available": "lots"}}
+    ) == [
         "spec.kubelet.kubeReserved: unknown resource 'gpu'",
         "spec.kubelet.evictionHard.memory.available: invalid threshold 'lots'",
     ]

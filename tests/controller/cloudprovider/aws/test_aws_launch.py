@@ -19,7 +19,6 @@ from aws_moto_seed import (
     nodeclaim_dict,
     seed_spot_prices,
 )
-
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
@@ -49,7 +48,9 @@ def claim(name: str, *requirements: dict[str, Any], **spec: Any) -> NodeClaim:
 
 def instance(env: Env, nodeclaim: NodeClaim) -> dict[str, Any]:
     instance_id = nodeclaim.status.provider_id.rsplit("/", 1)[-1]
-    return env.clients.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    return env.clients.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0][
+        "Instances"
+    ][0]
 
 
 def tags_of(raw: list[dict[str, str]] | None) -> dict[str, str]:
@@ -62,7 +63,9 @@ def template_data(env: Env, name: str) -> dict[str, Any]:
 
 
 def user_data(env: Env, stand: Stand) -> str:
-    name = stand.fleets.requests[-1]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    name = stand.fleets.requests[-1]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"][
+        "LaunchTemplateName"
+    ]
     return base64.b64decode(template_data(env, name)["UserData"]).decode()
 
 
@@ -93,10 +96,20 @@ def test_on_demand_launch_returns_what_was_launched(stand: Stand, env: Env) -> N
         "pods": "29",
     }
     labels = launched.labels
-    assert {k: labels[k] for k in (
-        wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ARCH, wk.OS, wk.NODEPOOL, wk.EC2NODECLASS,
-        wk.INSTANCE_FAMILY, wk.INSTANCE_CPU, wk.REGION,
-    )} == {
+    assert {
+        k: labels[k]
+        for k in (
+            wk.INSTANCE_TYPE,
+            wk.CAPACITY_TYPE,
+            wk.ARCH,
+            wk.OS,
+            wk.NODEPOOL,
+            wk.EC2NODECLASS,
+            wk.INSTANCE_FAMILY,
+            wk.INSTANCE_CPU,
+            wk.REGION,
+        )
+    } == {
         wk.INSTANCE_TYPE: "m5.large",
         wk.CAPACITY_TYPE: "on-demand",
         wk.ARCH: "amd64",
@@ -111,7 +124,10 @@ def test_on_demand_launch_returns_what_was_launched(stand: Stand, env: Env) -> N
     assert labels[wk.ZONE_ID] == stand.provider.catalogue.zone_ids()[zone]
     request = stand.fleets.requests[-1]
     assert request["Type"] == "instant"
-    assert request["TargetCapacitySpecification"] == {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"}
+    assert request["TargetCapacitySpecification"] == {
+        "TotalTargetCapacity": 1,
+        "DefaultTargetCapacityType": "on-demand",
+    }
     assert request["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
 
 
@@ -137,7 +153,9 @@ def test_zone_arch_and_capacity_constraints_hold_for_every_override(stand: Stand
             req(wk.CAPACITY_TYPE, "In", "spot"),
         )
     )
-    overrides = [o for c in stand.fleets.requests[-1]["LaunchTemplateConfigs"] for o in c["Overrides"]]
+    overrides = [
+        o for c in stand.fleets.requests[-1]["LaunchTemplateConfigs"] for o in c["Overrides"]
+    ]
     assert {o["InstanceType"] for o in overrides} == arm
     assert {o["SubnetId"] for o in overrides} == {env.subnets["b"]}
     priorities = [o["Priority"] for o in overrides]
@@ -157,7 +175,9 @@ def test_each_zone_uses_its_subnet_with_most_free_ips(stand: Stand, env: Env) ->
 
 def test_tags_on_instance_volume_and_network_interface(stand: Stand, env: Env) -> None:
     stand.add_nodeclass(tags={"team": "payments", "Name": "overridden"})
-    launched = stand.provider.create(claim("default-tagged", req(wk.INSTANCE_TYPE, "In", "m5.large")))
+    launched = stand.provider.create(
+        claim("default-tagged", req(wk.INSTANCE_TYPE, "In", "m5.large"))
+    )
     described = instance(env, launched)
     pool_tags = {
         "team": "payments",
@@ -180,14 +200,19 @@ def test_tags_on_instance_volume_and_network_interface(stand: Stand, env: Env) -
     # moto applies the launch template's volume tags (not the fleet's)
     assert [tags_of(v.get("Tags")) for v in volumes] == [pool_tags]
     name = request["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
-    specs = {s["ResourceType"]: tags_of(s["Tags"]) for s in template_data(env, name)["TagSpecifications"]}
+    specs = {
+        s["ResourceType"]: tags_of(s["Tags"]) for s in template_data(env, name)["TagSpecifications"]
+    }
     assert (specs["network-interface"], specs["volume"]) == (pool_tags, pool_tags)
 
 
 def test_launch_templates_are_tagged_configured_and_reused(stand: Stand, env: Env) -> None:
     stand.provider.create(claim("default-one", req(wk.INSTANCE_TYPE, "In", "m5.large")))
     stand.provider.create(claim("default-two", req(wk.INSTANCE_TYPE, "In", "m5.large")))
-    names = [r["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"] for r in stand.fleets.requests]
+    names = [
+        r["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
+        for r in stand.fleets.requests
+    ]
     assert names[0] == names[1]
     templates = env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
     assert [t["LaunchTemplateName"] for t in templates] == [names[0]]
@@ -206,12 +231,24 @@ def test_launch_templates_are_tagged_configured_and_reused(stand: Stand, env: En
         "HttpTokens": "required",
     }
     assert data["BlockDeviceMappings"] == [
-        {"DeviceName": "/dev/xvda", "Ebs": {"VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True, "VolumeSize": 20}}
+        {
+            "DeviceName": "/dev/xvda",
+            "Ebs": {
+                "VolumeType": "gp3",
+                "Encrypted": True,
+                "DeleteOnTermination": True,
+                "VolumeSize": 20,
+            },
+        }
     ]
-    assert data["SecurityGroupIds"] == [env.node_security_group]
-    assert data["IamInstanceProfile"] == {"Name": stand.nodeclasses["default"].status["instanceProfile"]}
+    assert data["SecurityGroupIds"] == env.node_security_groups
+    assert data["IamInstanceProfile"] == {
+        "Name": stand.nodeclasses["default"].status["instanceProfile"]
+    }
     # another pool gets its own template (its tags differ)
-    stand.provider.create(claim("other-one", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodepool="other"))
+    stand.provider.create(
+        claim("other-one", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodepool="other")
+    )
     assert len(env.clients.ec2.describe_launch_templates()["LaunchTemplates"]) == 2
 
 
@@ -239,8 +276,10 @@ def test_insufficient_capacity_falls_back_to_the_next_offering(stand: Stand) -> 
 
 
 def test_no_capacity_anywhere_raises_and_marks_everything(stand: Stand) -> None:
-    stand.outage.exhausted.update({("m5.large", "us-east-1a", "spot"), ("m5.large", "us-east-1b", "spot")})
-    with pytest.raises(InsufficientCapacityError, match="InsufficientInstanceCapacity m5.large"):
+    stand.outage.exhausted.update(
+        {("m5.large", "us-east-1a", "spot"), ("m5.large", "us-east-1b", "spot")}
+    )
+    with pytest.raises(InsufficientCapacityError, match=r"InsufficientInstanceCapacity m5\.large"):
         stand.provider.create(
             claim(
                 "default-dry",
@@ -253,14 +292,23 @@ def test_no_capacity_anywhere_raises_and_marks_everything(stand: Stand) -> None:
     assert stand.provider.unavailable.is_unavailable("m5.large", "us-east-1b", "spot")
     with pytest.raises(InsufficientCapacityError, match="no available offering"):
         stand.provider.create(
-            claim("default-dry-2", req(wk.INSTANCE_TYPE, "In", "m5.large"), req(wk.ZONE, "In", "us-east-1a"), req(wk.CAPACITY_TYPE, "In", "spot"))
+            claim(
+                "default-dry-2",
+                req(wk.INSTANCE_TYPE, "In", "m5.large"),
+                req(wk.ZONE, "In", "us-east-1a"),
+                req(wk.CAPACITY_TYPE, "In", "spot"),
+            )
         )
 
 
 def test_exotic_types_only_when_asked_for(stand: Stand, env: Env) -> None:
     # g4dn.xlarge ($0.526) is cheaper than m5.4xlarge ($0.768) but has a GPU
     ordinary = stand.provider.create(
-        claim("default-plain", req(wk.INSTANCE_TYPE, "In", "g4dn.xlarge", "m5.4xlarge"), req(wk.CAPACITY_TYPE, "In", "on-demand"))
+        claim(
+            "default-plain",
+            req(wk.INSTANCE_TYPE, "In", "g4dn.xlarge", "m5.4xlarge"),
+            req(wk.CAPACITY_TYPE, "In", "on-demand"),
+        )
     )
     assert ordinary.labels[wk.INSTANCE_TYPE] == "m5.4xlarge"
     gpu = stand.provider.create(
@@ -277,13 +325,22 @@ def test_exotic_types_only_when_asked_for(stand: Stand, env: Env) -> None:
 
 
 def test_spot_dearer_than_on_demand_is_dropped(
-    env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float], monkeypatch: pytest.MonkeyPatch
+    env: Env,
+    catalogue: InstanceTypeCatalogue,
+    price_table: dict[str, float],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seed_spot_prices(monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"})
+    seed_spot_prices(
+        monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"}
+    )
     stand = make_stand(env, catalogue, make_pricing(env.url, catalogue, price_table))
     stand.add_nodeclass()
     launched = stand.provider.create(
-        claim("default-dear", req(wk.INSTANCE_TYPE, "In", "m5.large", "m5.xlarge"), req(wk.ZONE, "In", "us-east-1a"))
+        claim(
+            "default-dear",
+            req(wk.INSTANCE_TYPE, "In", "m5.large", "m5.xlarge"),
+            req(wk.ZONE, "In", "us-east-1a"),
+        )
     )
     overrides = stand.fleets.requests[-1]["LaunchTemplateConfigs"][0]["Overrides"]
     # m5.large spot ($0.2) is dearer than m5.large on-demand ($0.096): only m5.xlarge spot remains
@@ -294,21 +351,34 @@ def test_spot_dearer_than_on_demand_is_dropped(
 def test_class_not_ready_or_missing(stand: Stand) -> None:
     stand.add_nodeclass("broken", role="no-such-role")
     with pytest.raises(NodeClassNotReadyError, match="IAM role 'no-such-role' not found"):
-        stand.provider.create(claim("broken-1", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodeclass="broken"))
+        stand.provider.create(
+            claim("broken-1", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodeclass="broken")
+        )
     with pytest.raises(NodeClassNotReadyError, match="EC2NodeClass 'ghost' not found"):
-        stand.provider.create(claim("ghost-1", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodeclass="ghost"))
+        stand.provider.create(
+            claim("ghost-1", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodeclass="ghost")
+        )
 
 
 TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 
 
 def test_al2023_user_data_is_a_merged_nodeconfig(stand: Stand, env: Env) -> None:
-    stand.add_nodeclass(userData="#!/bin/bash\necho hello\n", kubelet={"kubeReserved": {"cpu": "100m"}})
+    stand.add_nodeclass(
+        userData="#!/bin/bash\necho hello\n", kubelet={"kubeReserved": {"cpu": "100m"}}
+    )
     stand.provider.create(
-        claim("default-ud", req(wk.INSTANCE_TYPE, "In", "m5.large"), req(wk.CAPACITY_TYPE, "In", "on-demand"), taints=[TAINT])
+        claim(
+            "default-ud",
+            req(wk.INSTANCE_TYPE, "In", "m5.large"),
+            req(wk.CAPACITY_TYPE, "In", "on-demand"),
+            taints=[TAINT],
+        )
     )
     message = email.message_from_string(user_data(env, stand))
-    parts = [(p.get_content_type(), p.get_payload()) for p in message.walk() if not p.is_multipart()]
+    parts = [
+        (p.get_content_type(), p.get_payload()) for p in message.walk() if not p.is_multipart()
+    ]
     assert [t for t, _ in parts] == ["application/node.eks.aws", "text/x-shellscript"]
     assert parts[1][1].strip() == "#!/bin/bash\necho hello"
     config = yaml.safe_load(parts[0][1])
@@ -336,7 +406,10 @@ def test_al2023_user_data_is_a_merged_nodeconfig(stand: Stand, env: Env) -> None
 def test_bottlerocket_user_data_is_merged_toml(stand: Stand, env: Env) -> None:
     stand.add_nodeclass(
         amiSelectorTerms=[{"alias": "bottlerocket@latest"}],
-        userData='[settings.kernel]\nlockdown = "integrity"\n[settings.kubernetes]\ncluster-name = "wrong"\n',
+        userData=(
+            '[settings.kernel]\nlockdown = "integrity"\n'
+            '[settings.kubernetes]\ncluster-name = "wrong"\n'
+        ),
     )
     launched = stand.provider.create(
         claim("default-br", req(wk.INSTANCE_TYPE, "In", "m6g.large"), taints=[TAINT])
@@ -359,12 +432,22 @@ def test_bottlerocket_user_data_is_merged_toml(stand: Stand, env: Env) -> None:
 
 def test_al2_user_data_runs_bootstrap_sh(stand: Stand, env: Env) -> None:
     stand.add_nodeclass(amiSelectorTerms=[{"alias": "al2@latest"}], kubelet={"maxPods": 20})
-    stand.provider.create(claim("default-al2", req(wk.INSTANCE_TYPE, "In", "m5.large"), taints=[TAINT]))
+    stand.provider.create(
+        claim("default-al2", req(wk.INSTANCE_TYPE, "In", "m5.large"), taints=[TAINT])
+    )
     text = user_data(env, stand)
-    script = [p.get_payload() for p in email.message_from_string(text).walk() if not p.is_multipart()][-1]
+    script = [
+        p.get_payload() for p in email.message_from_string(text).walk() if not p.is_multipart()
+    ][-1]
     bootstrap = script.splitlines()[-1]
     assert bootstrap.startswith(f"/etc/eks/bootstrap.sh {CLUSTER} --apiserver-endpoint ")
-    assert "--b64-cluster-ca Q0EtREFUQQ== --dns-cluster-ip 172.20.0.10 --use-max-pods false" in bootstrap
+    assert (
+        "--b64-cluster-ca Q0EtREFUQQ== --dns-cluster-ip 172.20.0.10 --use-max-pods false"
+        in bootstrap
+    )
     assert "--max-pods=20" in bootstrap
-    assert "--register-with-taints=dedicated=batch:NoSchedule,karpenter.sh/unregistered=:NoExecute" in bootstrap
+    assert (
+        "--register-with-taints=dedicated=batch:NoSchedule,karpenter.sh/unregistered=:NoExecute"
+        in bootstrap
+    )
     assert "karpenter.sh/nodepool=default" in bootstrap

@@ -7,7 +7,6 @@ import copy
 
 import pytest
 from aws_moto_seed import CLUSTER, Env, Stand, make_stand, nodeclaim_dict
-
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
@@ -44,9 +43,9 @@ def test_get_and_list_find_the_cluster_instances(stand: Stand, env: Env) -> None
     assert got.status.provider_id == first.status.provider_id
     assert got.status.image_id == first.status.image_id
     assert got.status.allocatable == first.status.allocatable
-    assert {k: got.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)} == {
-        k: first.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)
-    }
+    assert {
+        k: got.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)
+    } == {k: first.labels[k] for k in (wk.NODEPOOL, wk.INSTANCE_TYPE, wk.CAPACITY_TYPE, wk.ZONE)}
     assert sorted(n.name for n in stand.provider.list()) == ["default-1", "default-2"]
     assert second.status.provider_id in {n.status.provider_id for n in stand.provider.list()}
     with pytest.raises(NodeClaimNotFoundError):
@@ -75,12 +74,16 @@ def test_drift_reasons(stand: Stand, env: Env) -> None:
     nodeclass.status = copy.deepcopy(original)
 
     instance_subnet = [s for s in original["subnets"] if s["id"] != env.subnets["c"]]
-    nodeclass.status["subnets"] = [s for s in original["subnets"] if s["id"] not in {x["id"] for x in instance_subnet}]
+    nodeclass.status["subnets"] = [
+        s for s in original["subnets"] if s["id"] not in {x["id"] for x in instance_subnet}
+    ]
     assert stand.provider.is_drifted(launched) == "SubnetDrift"
     nodeclass.status = copy.deepcopy(original)
 
     drifted = stand.add_nodeclass(securityGroupSelectorTerms=[{"id": env.other_security_group}])
-    assert drifted.status["securityGroups"] == [{"id": env.other_security_group, "name": "other-nodes"}]
+    assert drifted.status["securityGroups"] == [
+        {"id": env.other_security_group, "name": "other-nodes"}
+    ]
     assert stand.provider.is_drifted(launched) == "SecurityGroupDrift"
 
     stand.add_nodeclass(tags={"team": "new"})  # a static field changed
@@ -116,3 +119,21 @@ def test_unused_launch_templates_and_deleted_classes_are_cleaned_up(stand: Stand
     with pytest.raises(env.clients.iam.exceptions.NoSuchEntityException):
         env.clients.iam.get_instance_profile(InstanceProfileName=profile)
     assert profile.startswith(CLUSTER)
+
+
+def test_mark_unavailable_keeps_an_offering_out_for_three_minutes(stand: Stand) -> None:
+    nodeclass = stand.nodeclasses["default"]
+
+    def spot_1a_available() -> bool:
+        m5 = {it.name: it for it in stand.provider.instance_types_for(nodeclass)}["m5.large"]
+        return next(
+            o.available for o in m5.offerings if (o.zone, o.capacity_type) == ("us-east-1a", "spot")
+        )
+
+    assert spot_1a_available()
+    stand.provider.mark_unavailable("m5.large", "us-east-1a", "spot")
+    assert not spot_1a_available()
+    stand.clock.advance(179)
+    assert not spot_1a_available()
+    stand.clock.advance(1)
+    assert spot_1a_available()

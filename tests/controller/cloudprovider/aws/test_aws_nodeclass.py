@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from aws_moto_seed import CLUSTER, CLUSTER_INFO_KWARGS, DISCOVERY, ROLE, Env, nodeclass_dict
-
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
@@ -46,7 +45,9 @@ def test_default_class_resolves_everything(env: Env) -> None:
             key=lambda t: (t[1], t[0]),
         )
     ]
-    assert status["securityGroups"] == [{"id": env.node_security_group, "name": "default"}]
+    assert status["securityGroups"] == [
+        {"id": g, "name": "default"} for g in env.node_security_groups
+    ]
     ids = [ami["id"] for ami in status["amis"]]
     assert ids == [
         env.amis[("al2023", "amd64", "nvidia")],
@@ -61,9 +62,18 @@ def test_default_class_resolves_everything(env: Env) -> None:
         {"key": wk.INSTANCE_GPU_MANUFACTURER, "operator": "NotIn", "values": ["nvidia"]},
         {"key": wk.ARCH, "operator": "In", "values": ["amd64"]},
     ]
-    assert status["amis"][2]["requirements"] == [{"key": wk.ARCH, "operator": "In", "values": ["arm64"]}]
+    assert status["amis"][2]["requirements"] == [
+        {"key": wk.ARCH, "operator": "In", "values": ["arm64"]}
+    ]
     assert status["amis"][1]["name"] == "al2023-standard-amd64"
-    for type_ in ("SubnetsReady", "SecurityGroupsReady", "AMIsReady", "InstanceProfileReady", "ValidationSucceeded", "Ready"):
+    for type_ in (
+        "SubnetsReady",
+        "SecurityGroupsReady",
+        "AMIsReady",
+        "InstanceProfileReady",
+        "ValidationSucceeded",
+        "Ready",
+    ):
         assert condition(status, type_) == ("True", ""), type_
     assert is_ready(nodeclass)
 
@@ -88,11 +98,17 @@ def test_selectors_by_id_name_and_tags(env: Env) -> None:
     _, status = resolve(
         env,
         subnetSelectorTerms=[{"id": env.subnets["b"]}, {"tags": {"team": "other"}}],
-        securityGroupSelectorTerms=[{"name": "other-nodes"}, {"id": env.node_security_group}],
-        amiSelectorTerms=[{"name": "al2-standard-arm64"}, {"id": env.amis[("bottlerocket", "amd64", "standard")]}],
+        securityGroupSelectorTerms=[{"name": "other-nodes"}, {"id": env.node_security_groups[0]}],
+        amiSelectorTerms=[
+            {"name": "al2-standard-arm64"},
+            {"id": env.amis[("bottlerocket", "amd64", "standard")]},
+        ],
     )
     assert [s["id"] for s in status["subnets"]] == [env.subnets["b"], env.subnets["d-untagged"]]
-    assert {g["id"] for g in status["securityGroups"]} == {env.node_security_group, env.other_security_group}
+    assert {g["id"] for g in status["securityGroups"]} == {
+        env.node_security_groups[0],
+        env.other_security_group,
+    }
     assert {a["id"]: a["requirements"][0]["values"] for a in status["amis"]} == {
         env.amis[("al2", "arm64", "standard")]: ["arm64"],
         env.amis[("bottlerocket", "amd64", "standard")]: ["amd64"],
@@ -113,7 +129,8 @@ def test_ssm_parameter_and_pinned_alias(env: Env) -> None:
         (
             {"subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "nobody"}}]},
             "SubnetsReady",
-            "no subnet matches spec.subnetSelectorTerms [{'tags': {'karpenter.sh/discovery': 'nobody'}}]",
+            "no subnet matches spec.subnetSelectorTerms"
+            " [{'tags': {'karpenter.sh/discovery': 'nobody'}}]",
         ),
         (
             {"securityGroupSelectorTerms": [{}]},
@@ -123,7 +140,8 @@ def test_ssm_parameter_and_pinned_alias(env: Env) -> None:
         (
             {"amiSelectorTerms": [{"alias": "ubuntu@latest"}]},
             "AMIsReady",
-            "spec.amiSelectorTerms[0].alias: unknown AMI family 'ubuntu' (want one of al2, al2023, bottlerocket)",
+            "spec.amiSelectorTerms[0].alias: unknown AMI family 'ubuntu'"
+            " (want one of al2, al2023, bottlerocket)",
         ),
         (
             {"amiSelectorTerms": [{"alias": "al2023@v19990101"}]},
@@ -147,7 +165,9 @@ def test_ssm_parameter_and_pinned_alias(env: Env) -> None:
         ),
     ],
 )
-def test_bad_input_is_a_not_ready_condition(env: Env, spec: dict, failing: str, message: str) -> None:
+def test_bad_input_is_a_not_ready_condition(
+    env: Env, spec: dict, failing: str, message: str
+) -> None:
     nodeclass, status = resolve(env, **spec)
     assert condition(status, failing) == ("False", message)
     ready, ready_message = condition(status, "Ready")

@@ -6,7 +6,6 @@ import json
 
 import pytest
 from aws_moto_seed import Env, seed_spot_prices
-
 from joiner.api import labels as wk
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
@@ -85,7 +84,9 @@ def test_isolated_vpc_never_calls_the_pricing_api_and_estimates(
 def test_every_type_has_a_positive_price(
     catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
 ) -> None:
-    pricing = PricingProvider(FakeClock(), "us-east-1", static_on_demand=price_table, infos=catalogue.infos)
+    pricing = PricingProvider(
+        FakeClock(), "us-east-1", static_on_demand=price_table, infos=catalogue.infos
+    )
     for info in catalogue.infos().values():
         for capacity_type in (OD, SPOT):
             assert pricing.price(info, capacity_type, "us-east-1a") > 0, info["InstanceType"]
@@ -130,7 +131,7 @@ def test_get_products_entry_is_parsed() -> None:
 def test_price_file_errors_name_the_entry(tmp_path) -> None:
     bad = tmp_path / "prices.json"
     bad.write_text(json.dumps({"prices": {"m5.large": "cheap"}}))
-    with pytest.raises(ValueError, match="price of 'm5.large' must be a number"):
+    with pytest.raises(ValueError, match=r"price of 'm5\.large' must be a number"):
         load_price_file(bad)
     flat = tmp_path / "flat.json"
     flat.write_text(json.dumps({"m5.large": 0.096}))

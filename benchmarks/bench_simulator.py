@@ -1,0 +1,595 @@
+"""Simulator speed and disruption quality over a diurnal day (issues 7 and 8).
+
+Ten Deployments of varied, realistic requests follow a day curve: 200 pods at night,
+5,000 at the midday peak, back to 200, with the replicas changed every
+``CHANGE_MINUTES`` virtual minutes (``scale`` steps, then ``advance``). The catalogue is
+EC2-like: the c, m and r families of generations 5 to 7 (Intel and AMD), sizes large to
+8xlarge, with on-demand prices from the shared us-east-1 price list, spot at
+``SPOT_FRACTION`` of on-demand, vCPU from the size name and memory from the family ratio
+(c 2 GiB, m 4 GiB, r 8 GiB per vCPU), and allocatable after the kubelet's reservation
+(the EKS AMI formula).
+
+Reported: wall time, virtual hours, pods and nodes at the peak, total cost; the cluster's
+$/hour at the end of every hold that followed a scale-down, against the fractional lower
+bound (the cheapest $/hour of any mix of whole-or-partial instances whose allocatable
+CPU and memory cover the summed requests); evictions per hour and the most evictions of
+one Deployment's pods per replica in an hour of steady load; NodeClaims created and
+deleted; churn: a node replaced by one of its own type, or a chain A -> B -> A.
+
+Targets (full run): under 60 s wall with ``provider: fake`` (3 min with ``aws``), cost
+within 1.15x of the bound after each scale-down settles, at most one disruption per pod
+per hour of steady load, no churn. Quick mode runs 6 virtual hours peaking at 600 pods,
+checks quality the same way and does not judge the wall time.
+
+``python -m benchmarks.bench_simulator --provider aws`` asks for the embedded AWS cloud;
+this build does not have it yet and says so instead of running something else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.sim.engine import Simulation
+from joiner.sim.result import EventRecord, NodeClaimRecord, SimulationResult
+from joiner.sim.scenario import ScenarioError, load_scenario
+
+from benchmarks import quick_mode
+
+PRICE_LIST = Path("/work/shared/data/ec2-on-demand-us-east-1.json")
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+SPOT_FRACTION = 0.35  # spot at about a third of on-demand, the usual discount for c/m/r
+FAMILY_PATTERN = re.compile(r"^(?P<category>[cmr])(?P<generation>[567])(?P<variant>[ai]?)$")
+SIZES = {"large": 2, "xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32}  # vCPU
+GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8}
+MAX_PODS = {"large": 29, "xlarge": 58, "2xlarge": 58, "4xlarge": 234, "8xlarge": 234}
+MIB = 2**20
+GIB = 2**30
+
+# (name, cpu millicores, memory MiB, share of the replicas)
+DEPLOYMENTS = (
+    ("web", 250, 512, 0.22),
+    ("api", 500, 1024, 0.18),
+    ("auth", 200, 256, 0.08),
+    ("search", 1000, 2048, 0.08),
+    ("worker", 1000, 1536, 0.12),
+    ("cache", 500, 4096, 0.06),
+    ("ingest", 750, 1024, 0.08),
+    ("reports", 2000, 4096, 0.05),
+    ("ml-infer", 4000, 8192, 0.03),
+    ("sidecar-heavy", 300, 768, 0.10),
+)
+
+SPEED_TARGETS = {"fake": 60.0, "aws": 180.0}  # wall seconds for the full day
+COST_RATIO_TARGET = 1.15
+DISRUPTIONS_PER_POD_HOUR_TARGET = 1.0
+
+
+@dataclass(frozen=True)
+class DayShape:
+    hours: float
+    low: int
+    peak: int
+    change_minutes: int
+    quiet_start_hours: float  # steady low load before the ramp
+    quiet_end_hours: float  # steady low load after it
+
+    def total_replicas(self, hour: float) -> int:
+        """The day curve: flat at ``low``, a raised-cosine bump to ``peak``, flat again."""
+        ramp_end = self.hours - self.quiet_end_hours
+        if hour < self.quiet_start_hours or hour >= ramp_end:
+            return self.low
+        phase = (hour - self.quiet_start_hours) / (ramp_end - self.quiet_start_hours)
+        return round(self.low + (self.peak - self.low) * (1 - math.cos(2 * math.pi * phase)) / 2)
+
+    def change_times(self) -> list[float]:
+        """Virtual hours at which the replicas are set."""
+        count = round(self.hours * 60 / self.change_minutes)
+        return [i * self.change_minutes / 60 for i in range(count)]
+
+
+FULL_DAY = DayShape(24, 200, 5000, 30, quiet_start_hours=2, quiet_end_hours=4)
+QUICK_DAY = DayShape(6, 60, 600, 30, quiet_start_hours=1, quiet_end_hours=2)
+
+
+def replicas_at(shape: DayShape, hour: float) -> dict[str, int]:
+    """Each Deployment's replicas: its share of the total, at least one."""
+    total = shape.total_replicas(hour)
+    return {name: max(1, round(total * share)) for name, _, _, share in DEPLOYMENTS}
+
+
+# --- the catalogue ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatalogueType:
+    name: str
+    vcpu: int
+    memory_mib: int
+    pods: int
+    on_demand: float
+    overhead_cpu_milli: int
+    overhead_memory_mib: int
+
+    @property
+    def allocatable_cpu(self) -> float:
+        return self.vcpu - self.overhead_cpu_milli / 1000
+
+    @property
+    def allocatable_memory(self) -> float:
+        return (self.memory_mib - self.overhead_memory_mib) * MIB
+
+    @property
+    def spot(self) -> float:
+        return round(self.on_demand * SPOT_FRACTION, 5)
+
+
+def kube_reserved_cpu(vcpu: int) -> int:
+    """Millicores the EKS AMI reserves: 6% of the first core, 1% of the second, 0.5% of
+    the next two, 0.25% of the rest."""
+    steps = ((1, 60), (1, 10), (2, 5))
+    reserved, left = 0.0, vcpu
+    for cores, milli in steps:
+        take = min(cores, left)
+        reserved += take * milli
+        left -= take
+    return round(reserved + left * 2.5)
+
+
+def kube_reserved_memory_mib(pods: int) -> int:
+    """11 MiB per pod plus 255 MiB, and the 100 MiB hard eviction threshold."""
+    return 11 * pods + 255 + 100
+
+
+def load_catalogue(price_list: Path = PRICE_LIST) -> list[CatalogueType]:
+    prices: dict[str, float] = json.loads(price_list.read_text())["prices"]
+    catalogue = []
+    for name, price in sorted(prices.items()):
+        family, _, size = name.partition(".")
+        match = FAMILY_PATTERN.match(family)
+        if match is None or size not in SIZES:
+            continue
+        vcpu = SIZES[size]
+        pods = MAX_PODS[size]
+        catalogue.append(
+            CatalogueType(
+                name=name,
+                vcpu=vcpu,
+                memory_mib=vcpu * GIB_PER_VCPU[match["category"]] * 1024,
+                pods=pods,
+                on_demand=price,
+                overhead_cpu_milli=kube_reserved_cpu(vcpu),
+                overhead_memory_mib=kube_reserved_memory_mib(pods),
+            )
+        )
+    return catalogue
+
+
+def instance_type_spec(it: CatalogueType) -> dict[str, Any]:
+    labels = {k: v for k, v in wk.instance_type_labels(it.name).items() if k != wk.INSTANCE_TYPE}
+    return {
+        "name": it.name,
+        "cpu": str(it.vcpu),
+        "memory": f"{it.memory_mib}Mi",
+        "pods": it.pods,
+        "overhead": {"cpu": f"{it.overhead_cpu_milli}m", "memory": f"{it.overhead_memory_mib}Mi"},
+        "labels": labels,
+        "offerings": [
+            {"zone": zone, "capacityType": capacity_type, "price": price}
+            for zone in ZONES
+            for capacity_type, price in (("spot", it.spot), ("on-demand", it.on_demand))
+        ],
+    }
+
+
+# --- the scenario -----------------------------------------------------------------------
+
+
+def deployment(name: str, cpu_milli: int, memory_mib: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": name,
+                            "image": f"example/{name}",
+                            "resources": {
+                                "requests": {"cpu": f"{cpu_milli}m", "memory": f"{memory_mib}Mi"}
+                            },
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def scenario_document(
+    shape: DayShape, catalogue: Sequence[CatalogueType], provider: str
+) -> dict[str, Any]:
+    cloud: dict[str, Any] = {"provider": provider}
+    if provider == "fake":
+        cloud["instanceTypes"] = [instance_type_spec(it) for it in catalogue]
+    steps: list[dict[str, Any]] = []
+    previous: dict[str, int] = {}
+    for hour in shape.change_times():
+        wanted = replicas_at(shape, hour)
+        for name, replicas in wanted.items():
+            if previous.get(name) != replicas:
+                ref = {"kind": "Deployment", "name": name, "namespace": "default"}
+                steps.append({"scale": {**ref, "replicas": replicas}})
+        previous = wanted
+        steps.append({"name": f"hold from {hour:g}h", "advance": f"{shape.change_minutes}m"})
+    return {
+        "apiVersion": "joiner.sim/v1",
+        "kind": "Scenario",
+        "metadata": {"name": "diurnal"},
+        "spec": {
+            "cluster": {"name": "bench", "region": "us-east-1", "zones": list(ZONES)},
+            "cloud": cloud,
+            "settings": {"FEATURE_GATES": "SpotToSpotConsolidation=true"},
+            "objects": [
+                {
+                    "apiVersion": "karpenter.k8s.aws/v1",
+                    "kind": "EC2NodeClass",
+                    "metadata": {"name": "default"},
+                    "spec": {
+                        "role": "KarpenterNodeRole-bench",
+                        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
+                        "securityGroupSelectorTerms": [
+                            {"tags": {"karpenter.sh/discovery": "bench"}}
+                        ],
+                    },
+                },
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodePool",
+                    "metadata": {"name": "default"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "nodeClassRef": {
+                                    "group": "karpenter.k8s.aws",
+                                    "kind": "EC2NodeClass",
+                                    "name": "default",
+                                },
+                                "requirements": [
+                                    {
+                                        "key": wk.CAPACITY_TYPE,
+                                        "operator": "In",
+                                        "values": ["spot", "on-demand"],
+                                    },
+                                    {
+                                        "key": wk.INSTANCE_CATEGORY,
+                                        "operator": "In",
+                                        "values": ["c", "m", "r"],
+                                    },
+                                ],
+                                "expireAfter": "Never",
+                            }
+                        },
+                        "disruption": {
+                            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                            "consolidateAfter": "1m",
+                        },
+                    },
+                },
+                *(deployment(name, cpu, memory) for name, cpu, memory, _ in DEPLOYMENTS),
+            ],
+            "steps": steps,
+        },
+    }
+
+
+# --- the lower bound ---------------------------------------------------------------------
+
+
+def fractional_lower_bound(
+    cpu: float, memory: float, options: Sequence[tuple[float, float, float]]
+) -> float:
+    """The cheapest $/hour of a fractional mix of (cpu, memory, price) options covering
+    ``cpu`` cores and ``memory`` bytes: a linear program with two constraints, so an
+    optimum mixes at most two options; try every single option and every pair."""
+    best = math.inf
+    for c, m, p in options:
+        best = min(best, p * max(cpu / c, memory / m))
+    for (c1, m1, p1), (c2, m2, p2) in combinations(options, 2):
+        det = c1 * m2 - c2 * m1
+        if det == 0:
+            continue
+        x1 = (cpu * m2 - c2 * memory) / det  # both constraints tight
+        x2 = (c1 * memory - cpu * m1) / det
+        if x1 >= 0 and x2 >= 0:
+            best = min(best, x1 * p1 + x2 * p2)
+    return best
+
+
+def bound_options(catalogue: Sequence[CatalogueType]) -> list[tuple[float, float, float]]:
+    """What the NodePool may launch: every type at its cheapest offering (spot)."""
+    return [(it.allocatable_cpu, it.allocatable_memory, it.spot) for it in catalogue]
+
+
+def requests_at(replicas: dict[str, int]) -> tuple[float, float]:
+    by_name = {name: (cpu, memory) for name, cpu, memory, _ in DEPLOYMENTS}
+    cpu = sum(by_name[n][0] / 1000 * r for n, r in replicas.items())
+    memory = sum(by_name[n][1] * MIB * r for n, r in replicas.items())
+    return cpu, memory
+
+
+# --- reading the result ------------------------------------------------------------------
+
+
+@dataclass
+class CostCheck:
+    hour: float
+    cost_per_hour: float
+    bound: float
+    pending: int
+
+    @property
+    def ratio(self) -> float:
+        return self.cost_per_hour / self.bound if self.bound else math.inf
+
+
+@dataclass
+class Quality:
+    cost_checks: list[CostCheck] = field(default_factory=list)
+    evictions_by_hour: dict[int, int] = field(default_factory=dict)
+    steady_disruptions_per_pod_hour: float = 0.0
+    worst_disruptions_per_pod_hour: float = 0.0
+    same_type_replacements: list[str] = field(default_factory=list)
+    flaps: list[str] = field(default_factory=list)
+
+
+def cost_checks(
+    result: SimulationResult, shape: DayShape, options: Sequence[tuple[float, float, float]]
+) -> list[CostCheck]:
+    """At the end of every hold that followed a scale-down (the cluster had the whole hold
+    to settle): the cluster's $/hour against the bound for what was running."""
+    checks = []
+    previous_total: int | None = None
+    hold_index = 0
+    for record in result.steps:
+        if record.action != "advance":
+            continue
+        hour = shape.change_times()[hold_index]
+        total = shape.total_replicas(hour)
+        if previous_total is not None and total < previous_total:
+            cpu, memory = requests_at(replicas_at(shape, hour))
+            checks.append(
+                CostCheck(
+                    hour=record.time / 3600,
+                    cost_per_hour=record.snapshot.cost_per_hour,
+                    bound=fractional_lower_bound(cpu, memory, options),
+                    pending=len(record.snapshot.pending_pods),
+                )
+            )
+        previous_total = total
+        hold_index += 1
+    return checks
+
+
+def _deployment_of(pod_name: str) -> str | None:
+    """Pods are named <deployment>-<template hash>-<suffix>."""
+    base = pod_name.rsplit("-", 2)[0]
+    return base if any(base == name for name, *_ in DEPLOYMENTS) else None
+
+
+def disruptions_per_pod_hour(
+    events: Sequence[EventRecord], shape: DayShape, steady_only: bool
+) -> float:
+    """The most evictions of one Deployment's pods in one virtual hour, per replica it had
+    then: above 1, some replica was disrupted more than once that hour."""
+    counts: dict[tuple[int, str], int] = defaultdict(int)
+    for event in events:
+        if event.reason == "Evicted":
+            name = _deployment_of(event.name)
+            if name is not None:
+                counts[(int(event.time // 3600), name)] += 1
+    worst = 0.0
+    for (hour, name), evicted in counts.items():
+        if steady_only and not _steady_hour(shape, hour):
+            continue
+        worst = max(worst, evicted / replicas_at(shape, hour)[name])
+    return worst
+
+
+def _steady_hour(shape: DayShape, hour: int) -> bool:
+    """No replica change during the hour (the quiet night hours)."""
+    totals = {shape.total_replicas(h) for h in shape.change_times() if hour <= h < hour + 1}
+    before = shape.total_replicas(hour - shape.change_minutes / 60) if hour > 0 else None
+    return len(totals) == 1 and before in (None, *totals)
+
+
+def replacement_chains(
+    nodeclaims: Sequence[NodeClaimRecord], events: Sequence[EventRecord]
+) -> dict[str, list[str]]:
+    """Replaced NodeClaim -> the NodeClaims created for it (at the instant its
+    DisruptionTerminating event said "replace")."""
+    created_at: dict[float, list[NodeClaimRecord]] = defaultdict(list)
+    for claim in nodeclaims:
+        created_at[claim.created_at].append(claim)
+    chains: dict[str, list[str]] = {}
+    for event in events:
+        if event.reason == "DisruptionTerminating" and ": replace " in event.message:
+            chains[event.name] = [c.name for c in created_at.get(event.time, ())]
+    return chains
+
+
+def churn(
+    nodeclaims: Sequence[NodeClaimRecord], events: Sequence[EventRecord]
+) -> tuple[list[str], list[str]]:
+    """Same-type replacements and A -> B -> A flapping, as readable lines."""
+    by_name = {c.name: c for c in nodeclaims}
+    chains = replacement_chains(nodeclaims, events)
+    same, flaps = [], []
+    for old, news in chains.items():
+        old_type = by_name[old].instance_type if old in by_name else None
+        for new in news:
+            new_type = by_name[new].instance_type if new in by_name else None
+            if old_type is not None and old_type == new_type:
+                same.append(f"{old} ({old_type}) replaced by {new} ({new_type})")
+            for newer in chains.get(new, ()):
+                newer_type = by_name[newer].instance_type if newer in by_name else None
+                if old_type is not None and newer_type == old_type != new_type:
+                    flaps.append(f"{old} {old_type} -> {new} {new_type} -> {newer} {newer_type}")
+    return same, flaps
+
+
+def assess(
+    result: SimulationResult, shape: DayShape, options: Sequence[tuple[float, float, float]]
+) -> Quality:
+    quality = Quality(cost_checks=cost_checks(result, shape, options))
+    for event in result.events:
+        if event.reason == "Evicted":
+            hour = int(event.time // 3600)
+            quality.evictions_by_hour[hour] = quality.evictions_by_hour.get(hour, 0) + 1
+    quality.steady_disruptions_per_pod_hour = disruptions_per_pod_hour(result.events, shape, True)
+    quality.worst_disruptions_per_pod_hour = disruptions_per_pod_hour(result.events, shape, False)
+    quality.same_type_replacements, quality.flaps = churn(result.nodeclaims, result.events)
+    return quality
+
+
+# --- running and reporting -----------------------------------------------------------------
+
+
+def run(provider: str, shape: DayShape) -> tuple[SimulationResult, float, list[CatalogueType]]:
+    import yaml  # the scenario goes through the public loader, as a user's file would
+
+    catalogue = load_catalogue()
+    text = yaml.safe_dump(scenario_document(shape, catalogue, provider), sort_keys=False)
+    scenario = load_scenario(text)
+    started = time.perf_counter()
+    result = Simulation(scenario).run()
+    return result, time.perf_counter() - started, catalogue
+
+
+def report(
+    result: SimulationResult, wall: float, shape: DayShape, quality: Quality, provider: str
+) -> None:
+    snapshots = [r.snapshot for r in result.steps]
+    pods_peak = max(sum(len(n.pods) for n in s.nodes) + len(s.pending_pods) for s in snapshots)
+    nodes_peak = max(len(s.nodes) for s in snapshots)
+    hours = result.final.time / 3600
+    print(f"provider                      {provider}")
+    print(f"wall time                     {wall:.1f} s for {hours:g} virtual hours")
+    print(f"pods peak / nodes peak        {pods_peak} / {nodes_peak}")
+    print(f"total cost                    ${result.totals.cost:.2f}")
+    print(
+        f"nodeclaims created / deleted  {result.totals.nodeclaims_created} / "
+        f"{result.totals.nodeclaims_deleted}"
+    )
+    print(
+        f"evictions                     {result.totals.evictions} "
+        f"({result.totals.evictions / hours:.0f}/h; busiest hour "
+        f"{max(quality.evictions_by_hour.values(), default=0)})"
+    )
+    print(
+        f"pod pending seconds           {result.totals.pod_pending_seconds:.0f} "
+        f"(pod-hours: {result.totals.pod_pending_seconds / 3600:.1f})"
+    )
+    print(
+        "disruptions per pod-hour      "
+        f"steady {quality.steady_disruptions_per_pod_hour:.2f}, "
+        f"any hour {quality.worst_disruptions_per_pod_hour:.2f} "
+        f"(target <= {DISRUPTIONS_PER_POD_HOUR_TARGET:g} in steady hours)"
+    )
+    print(f"same-type replacements        {len(quality.same_type_replacements)}")
+    for line in quality.same_type_replacements[:5]:
+        print(f"    {line}")
+    print(f"A->B->A flaps                 {len(quality.flaps)}")
+    for line in quality.flaps[:5]:
+        print(f"    {line}")
+    print("cost after each scale-down (end of the hold):")
+    print("    hour   $/hour   bound   ratio  pending")
+    for check in quality.cost_checks:
+        print(
+            f"    {check.hour:5.1f}  {check.cost_per_hour:7.3f}  {check.bound:6.3f}  "
+            f"{check.ratio:5.2f}  {check.pending}"
+        )
+
+
+def failures(
+    quality: Quality, wall: float, provider: str, judge_speed: bool
+) -> list[str]:
+    found = []
+    if judge_speed and wall > SPEED_TARGETS[provider]:
+        found.append(f"wall time {wall:.1f} s > {SPEED_TARGETS[provider]:g} s")
+    worst = max(quality.cost_checks, key=lambda c: c.ratio, default=None)
+    if worst is not None and worst.ratio > COST_RATIO_TARGET:
+        found.append(
+            f"cost {worst.ratio:.2f}x the lower bound at {worst.hour:.1f}h "
+            f"(target {COST_RATIO_TARGET}x)"
+        )
+    if any(c.pending for c in quality.cost_checks):
+        found.append("pods still pending at the end of a hold")
+    if quality.steady_disruptions_per_pod_hour > DISRUPTIONS_PER_POD_HOUR_TARGET:
+        found.append(
+            f"{quality.steady_disruptions_per_pod_hour:.2f} disruptions per pod-hour in steady "
+            "load"
+        )
+    if quality.same_type_replacements:
+        found.append(f"{len(quality.same_type_replacements)} same-type replacements")
+    if quality.flaps:
+        found.append(f"{len(quality.flaps)} A->B->A flaps")
+    return found
+
+
+def benchmark(provider: str) -> int:
+    quick = quick_mode()
+    shape = QUICK_DAY if quick else FULL_DAY
+    print(
+        f"diurnal day: {shape.hours:g} virtual hours, {shape.low} -> {shape.peak} -> "
+        f"{shape.low} pods in {len(DEPLOYMENTS)} Deployments, changed every "
+        f"{shape.change_minutes} min{' (quick mode: speed not judged)' if quick else ''}"
+    )
+    try:
+        result, wall, catalogue = run(provider, shape)
+    except ScenarioError as error:
+        if provider == "aws":
+            print(f"provider aws: not available in this build ({error})")
+            return 0
+        raise
+    print(f"catalogue                     {len(catalogue)} types (spot at {SPOT_FRACTION:g}x)")
+    quality = assess(result, shape, bound_options(catalogue))
+    report(result, wall, shape, quality, provider)
+    missed = failures(quality, wall, provider, judge_speed=not quick)
+    for line in missed:
+        print(f"MISSED: {line}")
+    return 1 if missed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_simulator")
+    parser.add_argument(
+        "--provider",
+        choices=("fake", "aws", "both"),
+        default="both",
+        help="which cloud to simulate (default: both; aws reports when it is not built)",
+    )
+    args = parser.parse_args(argv if argv is not None else [])
+    providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
+    return max(benchmark(provider) for provider in providers)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,192 @@
+"""ClusterState: watch events in, joined StateNodes, provisionable pods, nominations and
+the scheduler's snapshot out [SCHED-1, SCHED-3, SCHED-11]."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from joiner.api import labels as wk
+from joiner.clock import FakeClock
+from joiner.state.cluster import WATCHED_KINDS, ClusterState, is_provisionable
+
+UNSCHEDULABLE = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+
+
+def pod(name: str, node: str | None = None, **meta: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if node:
+        spec["nodeName"] = node
+    status = {"phase": "Running" if node else "Pending"}
+    if not node:
+        status["conditions"] = UNSCHEDULABLE
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", **meta},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def nodeclaim(name: str, provider_id: str | None = None, **status: Any) -> dict[str, Any]:
+    claim: dict[str, Any] = {
+        "apiVersion": wk.API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {wk.NODEPOOL: "default"}},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+            "requirements": [
+                {"key": wk.NODEPOOL, "operator": "In", "values": ["default"]},
+                {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+            ],
+            "resources": {"requests": {"cpu": "1500m", "pods": "2"}},
+        },
+        "status": dict(status),
+    }
+    if provider_id:
+        claim["status"]["providerID"] = provider_id
+    return claim
+
+
+def node(name: str, provider_id: str | None = None, ready: bool = True) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {wk.HOSTNAME: name}},
+        "spec": {"providerID": provider_id} if provider_id else {},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "20"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(0)
+
+
+@pytest.fixture
+def state(clock: FakeClock) -> ClusterState:
+    return ClusterState(clock)
+
+
+def test_provisionable_pods_follow_spec_3_1() -> None:
+    daemon = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "1"}]
+    nominated = pod("preempting")
+    nominated["status"]["nominatedNodeName"] = "node-a"
+    finished = pod("done")
+    finished["status"]["phase"] = "Succeeded"
+    scheduled_false_other = pod("gated")
+    scheduled_false_other["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+    ]
+    cases = {
+        "pending": pod("pending"),
+        "bound": pod("bound", node="node-a"),
+        "daemon": pod("daemon", ownerReferences=daemon),
+        "mirror": pod("mirror", annotations={"kubernetes.io/config.mirror": "x"}),
+        "deleting": pod("deleting", deletionTimestamp="2026-01-01T00:00:00Z"),
+        "preempting": nominated,
+        "done": finished,
+        "gated": scheduled_false_other,
+    }
+    assert [name for name, p in cases.items() if is_provisionable(p)] == ["pending"]
+
+
+def test_synced_only_after_every_kind_is_listed(state: ClusterState) -> None:
+    for kind in WATCHED_KINDS[:-1]:
+        state.mark_listed(kind)
+    assert not state.synced
+    state.mark_listed(WATCHED_KINDS[-1])
+    assert state.synced
+
+
+def test_pods_are_indexed_by_node_and_move_with_updates(state: ClusterState) -> None:
+    state.apply("ADDED", pod("a", node="n1"))
+    state.apply("ADDED", pod("b", node="n1"))
+    state.apply("ADDED", pod("c"))
+    assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["a", "b"]
+    assert [p["metadata"]["name"] for p in state.provisionable_pods()] == ["c"]
+    done = pod("a", node="n1")
+    done["status"]["phase"] = "Succeeded"
+    state.apply("MODIFIED", done)  # terminal pods free their node
+    state.apply("MODIFIED", pod("c", node="n2"))
+    state.apply("DELETED", pod("b", node="n1"))
+    assert state.pods_on("n1") == []
+    assert [p["metadata"]["name"] for p in state.pods_on("n2")] == ["c"]
+    assert state.provisionable_pods() == []
+
+
+def test_nominations_last_twenty_seconds_and_end_on_binding(
+    state: ClusterState, clock: FakeClock
+) -> None:
+    state.apply("ADDED", pod("a"))
+    state.nominate("default/a", "claim-1")
+    clock.advance(19.9)
+    assert state.nomination("default/a") == "claim-1"
+    assert state.recently_nominated("claim-1")
+    clock.advance(0.1)
+    assert state.nomination("default/a") is None
+    assert not state.recently_nominated("claim-1")
+
+    state.nominate("default/a", "claim-2")
+    state.apply("MODIFIED", pod("a", node="node-2"))
+    assert state.nomination("default/a") is None
+
+
+def test_state_nodes_join_nodeclaims_and_nodes_by_provider_id(state: ClusterState) -> None:
+    state.apply("ADDED", nodeclaim("claim-1", "aws:///a/i-1"))
+    state.apply("ADDED", nodeclaim("claim-2"))  # not launched
+    state.apply("ADDED", node("ip-1", "aws:///a/i-1"))
+    state.apply("ADDED", node("static"))  # unmanaged
+    joined = {sn.name: sn for sn in state.state_nodes()}
+    assert sorted(joined) == ["claim-2", "ip-1", "static"]
+    assert joined["ip-1"].nodeclaim is not None and joined["ip-1"].nodeclaim.name == "claim-1"
+    assert joined["ip-1"].registered and not joined["claim-2"].registered
+    assert not joined["static"].managed and joined["static"].initialized  # Ready
+    assert [sn.name for sn in state.managed_nodes()] == ["ip-1", "claim-2"]
+
+
+def test_unlaunched_nodeclaim_holds_room_for_its_pods(state: ClusterState) -> None:
+    """Before launch a NodeClaim has no allocatable yet; it counts with its requests, so a
+    batch running meanwhile does not open another NodeClaim for the same pods."""
+    state.apply("ADDED", nodeclaim("claim-1"))
+    [sn] = state.state_nodes()
+    assert sn.allocatable == {"cpu": 1500, "pods": 2000}
+    state.apply(
+        "MODIFIED",
+        nodeclaim("claim-1", "aws:///a/i-1", allocatable={"cpu": "1930m", "pods": "29"}),
+    )
+    [sn] = state.state_nodes()
+    assert sn.allocatable == {"cpu": 1930, "pods": 29000}
+
+
+def test_snapshot_leaves_out_deleting_marked_and_excluded_nodes(state: ClusterState) -> None:
+    for name in ("keep", "deleting", "marked", "excluded"):
+        claim = nodeclaim(name, f"aws:///a/{name}")
+        if name == "deleting":
+            claim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        state.apply("ADDED", claim)
+    state.marked_for_deletion.add("marked")
+    state.apply("ADDED", pod("p", node="keep"))
+    snapshot = state.snapshot(exclude=["excluded"])
+    assert [n.name for n in snapshot.nodes] == ["keep"]
+    assert [p["metadata"]["name"] for p in snapshot.nodes[0].pods] == ["p"]
+    state.apply("DELETED", nodeclaim("marked"))
+    assert "marked" not in state.marked_for_deletion
+
+
+def test_nodepool_usage_counts_capacity_and_nodes(state: ClusterState) -> None:
+    state.apply("ADDED", nodeclaim("c1", "aws:///a/1", capacity={"cpu": "2", "memory": "4Gi"}))
+    state.apply("ADDED", nodeclaim("c2", "aws:///a/2", capacity={"cpu": "4", "memory": "8Gi"}))
+    usage = state.nodepool_usage("default")
+    assert usage == {"cpu": 6000, "memory": 12 * 2**30 * 1000, "nodes": 2000}
+    assert state.nodepool_usage("other") == {"nodes": 0}
+
+
+def test_unwatched_kinds_are_ignored(state: ClusterState) -> None:
+    generation = state.generation
+    state.apply("ADDED", {"kind": "ConfigMap", "metadata": {"name": "x"}})
+    assert state.generation == generation
