@@ -16,8 +16,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/joiner --help
-	@echo "(the simulator is not built yet: 'make demo' will run examples/walkthrough.yaml)"
+	$(BIN)/joiner simulate examples/walkthrough.yaml --report reports/walkthrough
 
 test: install
 	$(BIN)/pytest -q

@@ -12,7 +12,8 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider
-from joiner.controllers import garbagecollection
+from joiner.controllers import costmetrics, garbagecollection
+from joiner.controllers.costmetrics import CostMetrics
 from joiner.controllers.disruption import controller as disruption
 from joiner.controllers.disruption.conditions import DisruptionConditions
 from joiner.controllers.disruption.expiration import Expiration
@@ -24,6 +25,7 @@ from joiner.controllers.interruption import instancestatus
 from joiner.controllers.lifecycle import NodeClaimLifecycle
 from joiner.controllers.nodeclass import NodeClassStatus, Resolver
 from joiner.controllers.nodepool import NodePoolStatus
+from joiner.controllers.podmetrics import PodStartupMetrics
 from joiner.controllers.provisioning import BATCH_KEY, Provisioner
 from joiner.controllers.runtime import Manager
 from joiner.controllers.termination import NodeFinalizer, Termination
@@ -75,6 +77,8 @@ class Operator:
         self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
         self.nodeclass_status = NodeClassStatus(kube, resolve_nodeclass)
         self.gc = GarbageCollection(kube, self.state, cloud, clock)
+        self.pod_startup = PodStartupMetrics(clock, self.metrics)
+        self.cost_metrics = CostMetrics(self.state, cloud, self.metrics)
         self.expiration = Expiration(kube, clock, self.recorder, self.metrics)
         self.disruption_conditions = DisruptionConditions(kube, self.state, cloud, clock)
         self.orchestrator = Orchestrator(kube, self.state, clock, self.recorder, self.metrics)
@@ -101,6 +105,7 @@ class Operator:
         ):
             self.manager.register(reconciler)
         self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
+        self.manager.register(self.cost_metrics, initial_keys=[costmetrics.KEY])
         self.manager.register(self.disruption, initial_keys=[disruption.KEY])
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
@@ -144,6 +149,7 @@ class Operator:
             route(event_type, obj)
 
     def _on_pod(self, event_type: str, obj: dict[str, Any]) -> None:
+        self.pod_startup.on_pod(event_type, obj)
         if event_type != "DELETED" and self.provisioner.on_pod(obj):
             self.manager.enqueue(self.provisioner.name, BATCH_KEY)
         node = (obj.get("spec") or {}).get("nodeName")

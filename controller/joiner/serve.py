@@ -28,6 +28,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.validation import validate_object
 from joiner.clock import Clock, RealClock
 from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers.interruption.aws import production_feed
 from joiner.controllers.nodeclass import Resolver
 from joiner.kube.api import KubeAPI
 from joiner.leader import LeaderElector
@@ -49,6 +50,10 @@ _PYTHON_LOG_LEVELS = {
 }
 # LogRecord attributes that are not user-supplied ``extra`` fields.
 _RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+class StartupError(Exception):
+    """The controller cannot start; the message says why in one line, naming the setting."""
 
 
 # --- structured logs ------------------------------------------------------------------
@@ -136,6 +141,13 @@ class _EndpointHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def _listen(setting: str, host: str, port: int, routes: dict[str, Route]) -> EndpointServer:
+    try:
+        return EndpointServer(host, port, routes)
+    except OSError as err:
+        raise StartupError(f"{setting}: cannot listen on {host}:{port}: {err.strerror}") from None
+
+
 def _text(ok: bool, what: str) -> tuple[int, str, bytes]:
     return (200 if ok else 503), "text/plain", f"{what}\n".encode()
 
@@ -198,6 +210,11 @@ class ControllerProcess:
         cloud, resolve_nodeclass = cloud_factory(
             lambda name: self.operator.state.nodeclasses.get(name)
         )
+        feed, self.interruption_receiver = (
+            production_feed(settings.interruption_queue, settings.aws_region, lambda: self.leading)
+            if settings.interruption_queue
+            else (None, None)
+        )
         self.operator = Operator(
             kube,
             cloud,
@@ -209,6 +226,7 @@ class ControllerProcess:
                 spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
             ),
             validate=validate_object,
+            interruption_feed=feed,
         )
         self.leader_gauge = Gauge(
             "leader_election_master_status",
@@ -222,12 +240,19 @@ class ControllerProcess:
             _ElectionThread(self.elector, self._election_stop) if self.elector else None
         )
         self._heartbeat = time.monotonic()
-        self.metrics_server = EndpointServer(
-            host, settings.metrics_port, {"/metrics": self._metrics}
+        self.metrics_server = _listen(
+            "METRICS_PORT", host, settings.metrics_port, {"/metrics": self._metrics}
         )
-        self.health_server = EndpointServer(
-            host, settings.health_probe_port, {"/healthz": self._healthz, "/readyz": self._readyz}
-        )
+        try:
+            self.health_server = _listen(
+                "HEALTH_PROBE_PORT",
+                host,
+                settings.health_probe_port,
+                {"/healthz": self._healthz, "/readyz": self._readyz},
+            )
+        except StartupError:
+            self.metrics_server.stop()
+            raise
 
     def _elector(self, kube: KubeAPI, election: LeaderElection | None) -> LeaderElector | None:
         if election is None:
@@ -269,6 +294,8 @@ class ControllerProcess:
         self.health_server.start()
         self.operator.attach(ThreadedFeed)
         self.operator.feed.start()
+        if self.interruption_receiver is not None:
+            self.interruption_receiver.start()
         if self._election is not None:
             self._election.start()
         log.info(
@@ -281,6 +308,9 @@ class ControllerProcess:
         )
         try:
             self._loop()
+        except Exception:  # a bug: say so in the log's format, exit nonzero to be restarted
+            log.exception("controller loop failed")
+            return 1
         finally:
             self._shutdown()
         return 0
@@ -301,6 +331,8 @@ class ControllerProcess:
     def _shutdown(self) -> None:
         log.info("controller stopping")
         self.operator.feed.stop()
+        if self.interruption_receiver is not None:
+            self.interruption_receiver.stop()
         if self._election is not None:
             self._election_stop.set()
             self._election.join()

@@ -75,12 +75,9 @@ def _ebs_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> Non
     for index, device in enumerate(mappings):
         ebs = mapping(device).get("ebs")
         if ebs is not None and not is_true(mapping(ebs).get("encrypted")):
-            name = mapping(device).get("deviceName") or f"#{index}"
-            report(
-                f"{where}[{index}] ({name}): the EBS volume is not encrypted; "
-                "set ebs.encrypted: true",
-                None,
-            )
+            device_name = mapping(device).get("deviceName")
+            label = f"{where}[{index}]" + (f" ({device_name})" if device_name else "")
+            report(f"{label}: the EBS volume is not encrypted; set ebs.encrypted: true", None)
 
 
 def _public_ip_settings(args: ResourceValidationArgs) -> list[tuple[str, Any]]:

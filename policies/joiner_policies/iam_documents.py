@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -51,7 +51,7 @@ class Statement:
             return not any(action_matches(p, action) for p in self.not_actions)
         return any(action_matches(p, action) for p in self.actions)
 
-    def covers_resource(self, resource_matches: Any) -> bool:
+    def covers_resource(self, resource_matches: Callable[[str], bool]) -> bool:
         """True when the statement's resources include one ``resource_matches(pattern)``
         accepts; with NotResource, when the exclusion does not name such resources."""
         if self.not_resources:

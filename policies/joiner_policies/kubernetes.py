@@ -10,6 +10,7 @@ from joiner.api.nodepool import DEFAULT_BUDGET_NODES
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -161,12 +162,14 @@ def _controller_hardened(args: ResourceValidationArgs, report: ReportViolation) 
         name = container.get("name")
         if _runs_as_root(pod, container):
             report(
-                f"container {name} may run as root: set runAsNonRoot: true and a non-zero runAsUser",
+                f"container {name} may run as root: "
+                "set runAsNonRoot: true and a non-zero runAsUser",
                 None,
             )
         if not is_true(mapping(container.get("securityContext")).get("readOnlyRootFilesystem")):
             report(
-                f"container {name} has a writable root filesystem: set readOnlyRootFilesystem: true",
+                f"container {name} has a writable root filesystem: "
+                "set readOnlyRootFilesystem: true",
                 None,
             )
     if not _avoids_managed_nodes(pod):
@@ -177,30 +180,36 @@ def _controller_hardened(args: ResourceValidationArgs, report: ReportViolation) 
         )
 
 
-def _node_class_ref(pool: Any) -> tuple[str, str, str]:
+def _node_class_ref(pool: PolicyResource) -> tuple[str, str, str]:
     ref = mapping(dig(pool.props, "spec", "template", "spec", "nodeClassRef"))
     return ref.get("group", wk.AWS_GROUP), ref.get("kind", EC2NODECLASS[1]), ref.get("name")
 
 
-def _nodeclass_exists(args: StackValidationArgs, report: ReportViolation) -> None:
-    resources = args.resources
-    classes = {
+def _declared_node_classes(resources: list[PolicyResource]) -> set[str | None]:
+    """Names of the stack's EC2NodeClasses; None stands for one not known yet."""
+    return {
         known(lambda r=r: dig(r.props, "metadata", "name"))
         for r in resources
         if known(lambda r=r: is_kind(r.resource_type, r.props, EC2NODECLASS))
     }
-    for pool in resources:
+
+
+def _nodeclass_exists(args: StackValidationArgs, report: ReportViolation) -> None:
+    classes = _declared_node_classes(args.resources)
+    if None in classes:
+        return  # a class whose name is not known yet could be the one referenced
+    for pool in args.resources:
         if not known(lambda p=pool: is_kind(p.resource_type, p.props, NODEPOOL)):
             continue
         ref = known(lambda p=pool: _node_class_ref(p))
-        if ref is None or (ref[0], ref[1]) != (wk.AWS_GROUP, EC2NODECLASS[1]):
-            continue  # not known yet, or another provider's node class
-        if ref[2] not in classes and None not in classes:
-            report(
-                f"NodePool {known(lambda p=pool: dig(p.props, 'metadata', 'name')) or pool.name} "
-                f"references EC2NodeClass {ref[2]!r}, which this stack does not declare",
-                pool.urn,
-            )
+        if ref is None or ref[:2] != (wk.AWS_GROUP, EC2NODECLASS[1]) or ref[2] in classes:
+            continue  # not known yet, another provider's node class, or declared
+        name = known(lambda p=pool: dig(p.props, "metadata", "name")) or pool.name
+        report(
+            f"NodePool {name} references EC2NodeClass {ref[2]!r}, which this stack does not "
+            "declare",
+            pool.urn,
+        )
 
 
 nodepool_limits = ResourceValidationPolicy(

@@ -83,7 +83,7 @@ def _targets_queue(policy: PolicyResource, queue: PolicyResource) -> bool:
     url = known(lambda: policy.props.get("queueUrl"))
     if not isinstance(url, str):
         return False
-    identities = [known(lambda: queue.props.get(key)) for key in ("url", "id")]
+    identities = [known(lambda key=key: queue.props.get(key)) for key in ("url", "id")]
     name = known(lambda: queue.props.get("name"))
     return url in identities or (isinstance(name, str) and url.endswith(f"/{name}"))
 

@@ -21,7 +21,7 @@ from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
 from joiner.kube.http import ClusterConfig, HttpKube
 from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
-from joiner.serve import ControllerProcess, LeaderElection, configure_logging
+from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
@@ -347,3 +347,53 @@ def test_json_formatter_carries_extra_fields_and_errors() -> None:
     assert first["time"].endswith("+00:00")
     assert (second["level"], second["controller"], second["key"]) == ("error", "x", "k")
     assert second["error"].splitlines()[-1] == "ValueError: boom"
+
+
+def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> None:
+    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {"CLUSTER_NAME": "test", "HEALTH_PROBE_PORT": str(port)}
+        env["METRICS_PORT"] = str(free_port())
+        with pytest.raises(StartupError) as error:
+            ControllerProcess(
+                Settings.from_env(env),
+                kube,
+                lambda lookup: (cloud, cloud.resolve_nodeclass),
+                threading.Event(),
+                None,
+                host="127.0.0.1",
+            )
+    assert str(error.value) == (
+        f"HEALTH_PROBE_PORT: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+def test_a_crashing_loop_is_logged_and_exits_nonzero(cloud: FakeCloudProvider) -> None:
+    logs = io.StringIO()
+    configure_logging("info", logs)
+    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
+    process = ControllerProcess(
+        settings(),
+        kube,
+        lambda lookup: (cloud, cloud.resolve_nodeclass),
+        threading.Event(),
+        None,
+        host="127.0.0.1",
+    )
+
+    def broken() -> int:
+        raise RuntimeError("bug in a watch handler")
+
+    process.operator.pump = broken  # type: ignore[method-assign]
+    try:
+        assert process.run() == 1
+    finally:
+        logging.getLogger().handlers.clear()
+    entries = [json.loads(line) for line in logs.getvalue().splitlines()]
+    failed = next(e for e in entries if e["message"] == "controller loop failed")
+    assert failed["level"] == "error"
+    assert failed["error"].splitlines()[-1] == "RuntimeError: bug in a watch handler"
+    assert entries[-1]["message"] == "controller stopping"

@@ -7,9 +7,15 @@ pod -> NodeClaim -> EC2 instance via CreateFleet -> (the test plays kubelet) Nod
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -127,6 +133,13 @@ def _kubelet_registers(store: MemoryKube, claim: dict[str, Any]) -> str:
     return name
 
 
+def _reasons_when_terminated(store: MemoryKube, name: str) -> list[str] | None:
+    """The reasons of the NodeClaim's events in order, once the last is Terminated."""
+    events = sorted(store.list("Event").items, key=lambda e: int(e["metadata"]["resourceVersion"]))
+    reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == name]
+    return reasons if reasons and reasons[-1] == "Terminated" else None
+
+
 def _instance_state(ec2: Any, instance_id: str) -> str:
     reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
     return reservations[0]["Instances"][0]["State"]["Name"]
@@ -212,13 +225,8 @@ def test_provision_and_terminate_round_trip(
         assert _instance_state(ec2, instance_id) in ("shutting-down", "terminated")
         with pytest.raises(NotFound):
             store.get("Node", node_name)
-        reasons = [
-            e["reason"]
-            for e in sorted(
-                store.list("Event").items, key=lambda e: int(e["metadata"]["resourceVersion"])
-            )
-            if e["involvedObject"]["name"] == name
-        ]
+        # The event follows the finalizer's removal: wait for it rather than race it.
+        reasons = _wait(lambda: _reasons_when_terminated(store, name), "the Terminated event")
         assert reasons == ["Launched", "Registered", "Initialized", "Terminated"]
         lease = store.get("Lease", "karpenter-leader-election", "kube-system")
         assert lease["spec"]["holderIdentity"] == "e2e-replica"
@@ -226,3 +234,64 @@ def test_provision_and_terminate_round_trip(
         stop.set()
         thread.join(timeout=WAIT)
     assert not thread.is_alive()
+
+
+def test_joiner_controller_command_leads_and_releases_the_lease_on_sigterm(
+    aws_account: str, store: MemoryKube, apiserver: KubeHTTPServer, tmp_path: Any
+) -> None:
+    """The real entry point in its own process: kubeconfig to the local API server, AWS
+    SDK pointed at moto through AWS_ENDPOINT_URL; SIGTERM exits 0 and frees the Lease."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: local\n"
+        "contexts: [{name: local, context: {cluster: local, user: local}}]\n"
+        f'clusters: [{{name: local, cluster: {{server: "{apiserver.url}"}}}}]\n'
+        "users: [{name: local, user: {token: local}}]\n"
+    )
+    health_port = _free_port()
+    env = {
+        **os.environ,
+        "CLUSTER_NAME": CLUSTER,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": aws_account,
+        "METRICS_PORT": str(_free_port()),
+        "HEALTH_PROBE_PORT": str(health_port),
+        "LEADER_ELECTION_NAMESPACE": "kube-system",
+        "HOSTNAME": "joiner-0",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "joiner.cli", "controller", "--kubeconfig", str(kubeconfig)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lease = _wait(lambda: _lease_holder(store), "the command to take the Lease")
+        assert lease.startswith("joiner-0_")
+        ready = _wait(lambda: _ready(health_port), "/readyz")
+        assert ready == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=WAIT)
+    assert process.returncode == 0
+    assert _lease_holder(store) is None
+    messages = [json.loads(line)["message"] for line in stderr.splitlines()]  # all JSON
+    assert messages.index("controller started") < messages.index("controller stopping")
+    assert messages.index("leader election: leading") < messages.index("controller stopping")
+    assert messages[-1] == "leader election: not leading"  # released on the way out
+
+
+def _lease_holder(store: MemoryKube) -> str | None:
+    try:
+        return store.get("Lease", "karpenter-leader-election", "kube-system")["spec"].get(
+            "holderIdentity"
+        )
+    except NotFound:
+        return None
+
+
+def _ready(port: int) -> int | None:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
+    except OSError:
+        return None

@@ -27,6 +27,7 @@ from joiner.serve import (
     CloudFactory,
     LeaderElection,
     NodeClassLookup,
+    StartupError,
     configure_logging,
     run_controller,
 )
@@ -34,10 +35,6 @@ from joiner.settings import Settings, SettingsError, settings_help
 
 EXIT_BAD_SETTINGS = 2
 DEFAULT_NAMESPACE = "kube-system"
-
-
-class StartupError(Exception):
-    """The controller cannot start; the message says why in one line."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,7 +73,10 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     _stop_on_signals(stop)
     election = leader_election(settings, os.environ)
-    return run_controller(settings, kube, cloud_factory, stop, election)
+    try:
+        return run_controller(settings, kube, cloud_factory, stop, election)
+    except StartupError as err:
+        return _fail(str(err))
 
 
 def _fail(message: str) -> int:

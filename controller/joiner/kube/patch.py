@@ -8,10 +8,10 @@ does for lists without a patch strategy.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from joiner.kube.api import Cause, Invalid
+from joiner.kube.jsondata import clone
 
 # Lists merged by a key field (patchStrategy=merge, patchMergeKey=...).
 MERGE_KEYS: dict[str, str] = {
@@ -41,7 +41,7 @@ _SET_ORDER = "$setElementOrder/"
 def json_merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: maps merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -54,10 +54,10 @@ def json_merge_patch(target: Any, patch: Any) -> Any:
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
     """Kubernetes strategic merge patch for the merge keys in MERGE_KEYS."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
     result = dict(target) if isinstance(target, dict) else {}
@@ -90,7 +90,7 @@ def _merge_field(key: str, current: Any, value: Any) -> Any:
             merged = list(current or [])
             merged += [v for v in value if v not in merged]
             return merged
-        return copy.deepcopy(value)
+        return clone(value)
     if isinstance(value, dict):
         return strategic_merge_patch(current, value)
     return value
@@ -98,7 +98,7 @@ def _merge_field(key: str, current: Any, value: Any) -> Any:
 
 def _merge_keyed_list(current: list[Any], patch: list[Any], merge_key: str) -> list[Any]:
     if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
-        return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
+        return [clone(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
     result = list(current)
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
@@ -207,7 +207,7 @@ def json_patch(target: Any, operations: list[dict[str, Any]]) -> Any:
     """RFC 6902 (add, remove, replace, move, copy, test) on a copy of target."""
     if not isinstance(operations, list):
         raise _patch_error("a JSON patch is a list of operations")
-    doc = copy.deepcopy(target)
+    doc = clone(target)
     for op in operations:
         if not isinstance(op, dict) or "path" not in op:
             raise _patch_error(f"invalid JSON patch operation {op!r}")
@@ -218,16 +218,16 @@ def json_patch(target: Any, operations: list[dict[str, Any]]) -> Any:
 def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
     kind, path = op.get("op"), op["path"]
     if kind == "add":
-        return _add(doc, path, copy.deepcopy(op.get("value")))
+        return _add(doc, path, clone(op.get("value")))
     if kind == "remove":
         return _remove(doc, path)
     if kind == "replace":
         _get(doc, path)  # replace needs an existing target
         if not _pointer(path):
-            return copy.deepcopy(op.get("value"))
-        return _add(_remove(doc, path), path, copy.deepcopy(op.get("value")))
+            return clone(op.get("value"))
+        return _add(_remove(doc, path), path, clone(op.get("value")))
     if kind in ("move", "copy"):
-        value = copy.deepcopy(_get(doc, op["from"]))
+        value = clone(_get(doc, op["from"]))
         if kind == "move":
             doc = _remove(doc, op["from"])
         return _add(doc, path, value)

@@ -799,9 +799,10 @@ class _Solver:
         base = self._base(pool, group, constraints)
         if isinstance(base, Rejection):
             return base
-        requirements, signature, idx = base
+        requirements, signature, unlimited = base
+        idx = unlimited
         if pool.limits:
-            idx = self._within_limits(pool, idx)
+            idx = self._within_limits(pool, unlimited)
             if isinstance(idx, Rejection):
                 return idx
         hostname = self._hostname(pool)
@@ -810,20 +811,43 @@ class _Solver:
             overhead = self._overhead[signature] = pool.dims.vector(pool.overhead_for(requirements))
         draft = Draft(pool, hostname, requirements, signature, idx, overhead)
         fit = self._check_draft(draft, group, constraints, limit)
+        if isinstance(fit, Rejection) and fit.constraint == m.RESOURCES:
+            return self._resources_rejection(pool, group, constraints, limit, draft, unlimited)
         if isinstance(fit, Rejection):
-            if fit.constraint == m.RESOURCES:
-                wanted = res.format_resource_list(
-                    res.add(group.requests, pool.dims.to_list(pool.daemon_overhead))
-                )
-                return Rejection(
-                    m.RESOURCES,
-                    "no instance type has room for "
-                    + ", ".join(f"{k}={v}" for k, v in wanted.items())
-                    + " (pod + daemonsets)",
-                    True,
-                )
             return fit
         return draft, fit
+
+    def _resources_rejection(
+        self,
+        pool: PoolCatalog,
+        group: _Group,
+        constraints: PodConstraints,
+        limit: int,
+        draft: Draft,
+        unlimited: np.ndarray,
+    ) -> Rejection:
+        """No type has room: say whether the pool's limits are what ruled the big ones out."""
+        wanted = res.format_resource_list(
+            res.add(group.requests, pool.dims.to_list(pool.daemon_overhead))
+        )
+        needs = ", ".join(f"{k}={v}" for k, v in wanted.items()) + " (pod + daemonsets)"
+        if len(unlimited) > len(draft.idx):
+            without_limits = Draft(
+                pool,
+                draft.hostname,
+                draft.requirements,
+                draft.sig,
+                unlimited,
+                draft.overhead,
+            )
+            if not isinstance(
+                self._check_draft(without_limits, group, constraints, limit), Rejection
+            ):
+                names = ", ".join(pool.limit_dims.names)
+                return Rejection(
+                    m.POOL_LIMITS, f"limits on {names} leave no room for a node with {needs}", True
+                )
+        return Rejection(m.RESOURCES, f"no instance type has room for {needs}", True)
 
     def _within_limits(self, pool: PoolCatalog, idx: np.ndarray) -> np.ndarray | Rejection:
         limits = pool.limits

@@ -8,6 +8,7 @@ report), and the facts of the static nodes present at the start.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,7 +18,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.cloudprovider.types import CloudProvider, Offering
-from joiner.sim.scenario import CapacityKey, Scenario, ScenarioError, StaticNode
+from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,12 @@ class FakeSimCloud:
         """EC2 takes the instance away (an interruption coming true)."""
         self.provider.instances.pop(provider_id, None)
 
+    def bind_nodeclasses(self, lookup: Callable[[str], EC2NodeClass | None]) -> None:
+        """The fake cloud treats every class as Ready and never reads them."""
+
+    def close(self) -> None:
+        """Nothing to release: the fake cloud is plain memory."""
+
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
         for key in keys:
             for offering in self._matching(key):
@@ -106,7 +113,6 @@ class FakeSimCloud:
 def build_cloud(scenario: Scenario, clock: Clock) -> SimCloud:
     if scenario.cloud.provider == "fake":
         return FakeSimCloud(scenario, clock)
-    raise ScenarioError(
-        "spec.cloud.provider: 'aws' needs the embedded AWS cloud, which this build does not "
-        "include yet; use provider: fake"
-    )
+    from joiner.sim.embedded_aws import EmbeddedAWS  # moto loads only when a scenario asks
+
+    return EmbeddedAWS(scenario, clock)

@@ -97,6 +97,7 @@ class World:
             self.manager.enqueue(Workloads.name, _workload_key(obj))
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        self.observer.on_pod(event_type, pod)
         for owner in pod["metadata"].get("ownerReferences") or ():
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
@@ -107,6 +108,7 @@ class World:
             self.manager.enqueue(Kubelet.name, key, delay)
 
     def _on_node(self, event_type: str, node: dict[str, Any]) -> None:
+        self.observer.on_node(event_type, node)
         if event_type == "DELETED":
             self.manager.enqueue(Kubelet.name, f"gc/{node['metadata']['name']}")
             return
@@ -174,6 +176,14 @@ class Simulation:
         self.clock = FakeClock(SIM_START)
         self.kube = MemoryKube(self.clock, garbage_collection="manual", seed=seed)
         self.cloud = build_cloud(scenario, self.clock)
+        self.interruptions: Interruptions | None = None
+        try:
+            self._wire(scenario)
+        except BaseException:
+            self.close()
+            raise
+
+    def _wire(self, scenario: Scenario) -> None:
         self.interruptions = Interruptions.for_scenario(
             scenario, self.kube, self.clock, self.cloud.reclaim
         )
@@ -186,6 +196,7 @@ class Simulation:
             validate=validate_object,
             interruption_feed=self.interruptions.feed if self.interruptions else None,
         )
+        self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
         self.observer = Observer(self.kube, self.clock, self.cloud, self.operator, SIM_START)
         self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
         self.operator.attach(DrainFeed)
@@ -197,8 +208,13 @@ class Simulation:
         try:
             return self._run()
         finally:
-            if self.interruptions is not None:
-                self.interruptions.close()
+            self.close()
+
+    def close(self) -> None:
+        """Release the embedded AWS pieces (moto), whatever happened."""
+        if self.interruptions is not None:
+            self.interruptions.close()
+        self.cloud.close()
 
     def _run(self) -> SimulationResult:
         self._create_static_nodes()

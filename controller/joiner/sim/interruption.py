@@ -15,6 +15,7 @@ a shutting-down/terminated instance is gone at once.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError
 
 from joiner.api import labels as wk
 from joiner.api.conditions import FALSE, set_condition
@@ -183,11 +185,14 @@ class InterruptionBus:
                 raise RuntimeError(f"PutEvents rejected entries: {response['Entries']}")
 
     def close(self) -> None:
-        for rule in self.rules:
-            self.events.remove_targets(Rule=rule, EventBusName=self.name, Ids=["queue"])
-            self.events.delete_rule(Name=rule, EventBusName=self.name)
-        self.events.delete_event_bus(Name=self.name)
-        self.sqs.delete_queue(QueueUrl=self.queue_url)
+        """Remove the bus, rules and queue. Already gone (an embedded AWS that was reset
+        when its scenario's cloud closed first) is fine."""
+        with contextlib.suppress(ClientError):
+            for rule in self.rules:
+                self.events.remove_targets(Rule=rule, EventBusName=self.name, Ids=["queue"])
+                self.events.delete_rule(Name=rule, EventBusName=self.name)
+            self.events.delete_event_bus(Name=self.name)
+            self.sqs.delete_queue(QueueUrl=self.queue_url)
 
 
 # --- the step ------------------------------------------------------------------------------

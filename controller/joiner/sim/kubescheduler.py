@@ -67,7 +67,7 @@ class KubeScheduler:
             with contextlib.suppress(Conflict, NotFound):
                 self.kube.bind(pod["metadata"]["name"], pod["metadata"]["namespace"], node_name)
         for key_, why in plan.unplaceable.items():
-            self._mark_unschedulable(by_key[key_], len(nodes), f"{why.constraint}: {why.message}")
+            self._mark_unschedulable(by_key[key_], why.message)
         return DONE
 
     def _existing(
@@ -104,7 +104,7 @@ class KubeScheduler:
             storage_classes=by_key("StorageClass"),
         )
 
-    def _mark_unschedulable(self, pod: dict[str, Any], node_count: int, why: str) -> None:
+    def _mark_unschedulable(self, pod: dict[str, Any], why: str) -> None:
         conditions = (pod.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions):
             return  # already marked: rewriting would only re-trigger the provisioner
@@ -114,7 +114,7 @@ class KubeScheduler:
                 "type": "PodScheduled",
                 "status": "False",
                 "reason": "Unschedulable",
-                "message": f"0/{node_count} nodes are available: {why}",
+                "message": why,  # "0/N nodes are available: ..." as kube-scheduler says it
             },
         ]
         with contextlib.suppress(Conflict, NotFound):

@@ -45,6 +45,12 @@ class Observer:
         self.events: list[EventRecord] = []
         self.totals = Totals()
         self.static_prices: dict[str, float | None] = {}
+        # What account() needs, kept up to date from the watch instead of a snapshot of
+        # every pod at every clock jump: pending pods, each Node's providerID, and the
+        # providerID of each NodeClaim (a Node is managed when a NodeClaim has its ID).
+        self._pending: set[str] = set()
+        self._node_providers: dict[str, str | None] = {}
+        self._claim_providers: dict[str, str] = {}
 
     def elapsed(self) -> float:
         return self.clock.now() - self.start
@@ -63,6 +69,11 @@ class Observer:
             )
             self.nodeclaims[name] = record
             self.totals.nodeclaims_created += 1
+        provider_id = (claim.get("status") or {}).get("providerID")
+        if event_type == "DELETED" or not provider_id:
+            self._claim_providers.pop(name, None)
+        else:
+            self._claim_providers[name] = provider_id
         if event_type == "DELETED":
             if record.deleted_at is None:
                 record.deleted_at = self.elapsed()
@@ -86,6 +97,20 @@ class Observer:
         if reason is not None and record.disruption_reason is None:
             record.disruption_reason = reason.get("reason")
 
+    def on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        key = pod_key(pod)
+        if event_type != "DELETED" and is_pending(pod):
+            self._pending.add(key)
+        else:
+            self._pending.discard(key)
+
+    def on_node(self, event_type: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if event_type == "DELETED":
+            self._node_providers.pop(name, None)
+        else:
+            self._node_providers[name] = (node.get("spec") or {}).get("providerID")
+
     def on_event(self, event: dict[str, Any]) -> None:
         involved = event.get("involvedObject") or {}
         reason = event.get("reason", "")
@@ -107,9 +132,24 @@ class Observer:
         """The cluster stayed as it is for ``seconds``: add its cost and pending time."""
         if seconds <= 0:
             return
-        snapshot = self.snapshot(with_reasons=False)
-        self.totals.cost += snapshot.cost_per_hour * seconds / 3600
-        self.totals.pod_pending_seconds += len(snapshot.pending_pods) * seconds
+        self.totals.cost += self.cost_per_hour() * seconds / 3600
+        self.totals.pod_pending_seconds += self.pending_count() * seconds
+
+    def cost_per_hour(self) -> float:
+        """What ``snapshot().cost_per_hour`` says, from the watched facts alone."""
+        managed = set(self._claim_providers.values())
+        prices = []
+        for name in sorted(self._node_providers):  # the order a snapshot sums in
+            provider_id = self._node_providers[name]
+            if provider_id and provider_id in managed:
+                prices.append(self.cloud.instance_price(provider_id))
+            else:
+                prices.append(self.static_prices.get(name))
+        return round(sum(p for p in prices if p is not None), 6)
+
+    def pending_count(self) -> int:
+        """How many pods ``snapshot()`` lists as pending."""
+        return len(self._pending)
 
     # --- snapshots -----------------------------------------------------------------------
 

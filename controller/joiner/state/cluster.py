@@ -81,6 +81,7 @@ class ClusterState:
         self.marked_for_deletion: set[str] = set()
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
+        self._joined: tuple[int, list[StateNode], dict[str, StateNode]] | None = None
 
     # --- feeding ---------------------------------------------------------------
 
@@ -183,6 +184,23 @@ class ClusterState:
 
     def state_nodes(self) -> list[StateNode]:
         """Every NodeClaim (joined with its Node by providerID) and every unmanaged Node."""
+        return list(self._join()[1])
+
+    def state_node(self, name: str) -> StateNode | None:
+        return self._join()[2].get(name)
+
+    def _join(self) -> tuple[int, list[StateNode], dict[str, StateNode]]:
+        """The joined view, rebuilt only when a watch event changed the state: controllers
+        ask for it many times per pass."""
+        if self._joined is None or self._joined[0] != self.generation:
+            joined = self._build_state_nodes()
+            by_name: dict[str, StateNode] = {}
+            for sn in joined:
+                by_name.setdefault(sn.name, sn)  # the first, as a scan in order would find
+            self._joined = (self.generation, joined, by_name)
+        return self._joined
+
+    def _build_state_nodes(self) -> list[StateNode]:
         by_provider = {
             (n.get("spec") or {}).get("providerID"): n
             for n in self.nodes.values()
@@ -200,9 +218,6 @@ class ClusterState:
             StateNode(node=node) for name, node in sorted(self.nodes.items()) if name not in claimed
         )
         return joined
-
-    def state_node(self, name: str) -> StateNode | None:
-        return next((sn for sn in self.state_nodes() if sn.name == name), None)
 
     def nodepool_usage(self, nodepool: str) -> res.ResourceList:
         """Sum of the capacity of a pool's nodes (in flight included), plus a node count."""

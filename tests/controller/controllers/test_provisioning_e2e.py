@@ -4,7 +4,7 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 
 from __future__ import annotations
 
-from ctl_harness import ZONE_A, Harness, pending_pod
+from ctl_harness import ZONE_A, ZONE_B, Harness, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
 
@@ -159,3 +159,67 @@ def _default_with(**template_spec: object) -> tuple[dict, dict]:
     from ctl_harness import nodeclass, nodepool
 
     return nodeclass(), nodepool(**template_spec)
+
+
+def _startup_histogram(h: Harness) -> tuple[float, float]:
+    """(count, sum) of karpenter_pods_startup_duration_seconds."""
+    [metric] = h.operator.metrics.pods_startup_duration.collect()
+    values = {s.name: s.value for s in metric.samples}
+    return (
+        values["karpenter_pods_startup_duration_seconds_count"],
+        values["karpenter_pods_startup_duration_seconds_sum"],
+    )
+
+
+def test_pod_startup_duration_counts_pods_seen_pending_once():
+    h = Harness()
+    h.default_setup()
+    h.create_unschedulable(pending_pod("p0", "1"))
+    h.advance(1)
+    [claim] = h.nodeclaims()
+    node_name = h.register_node(claim["metadata"]["name"])
+    h.set_node_ready(node_name)
+    h.advance(44)
+    h.bind_running("p0", node_name)  # running 45s after it was created
+    h.settle()
+    assert _startup_histogram(h) == (1, 45.0)
+
+    pod = h.pod("p0")
+    pod["metadata"]["labels"] = {"touched": "yes"}  # a later update of the running pod
+    h.kube.update(pod)
+    h.advance(5)
+    assert _startup_histogram(h) == (1, 45.0)
+
+    # A controller (re)starting sees pods that have been running for days: not start-ups.
+    days_old = {
+        **h.pod("p0"),
+        "metadata": {"uid": "u-old", "creationTimestamp": "2025-01-01T00:00:00Z"},
+    }
+    h.operator.pod_startup.on_pod("ADDED", days_old)
+    assert _startup_histogram(h) == (1, 45.0)
+
+
+def test_price_metrics_follow_the_launched_offerings():
+    h = Harness()
+    h.default_setup()
+    h.create_unschedulable(pending_pod("p0", "3"))  # a medium: $0.04 spot in zone A
+    h.advance(2)
+    h.create_unschedulable(pending_pod("p1", "1500m", nodeSelector={wk.ZONE: ZONE_B}))
+    h.advance(60)
+    launched = [
+        (c["metadata"]["labels"][wk.INSTANCE_TYPE], c["metadata"]["labels"][wk.CAPACITY_TYPE])
+        for c in h.nodeclaims()
+    ]
+    assert launched == [("medium", "spot"), ("small", "on-demand")]  # $0.04 each
+    metrics = h.operator.metrics
+    assert metrics.cluster_cost._value.get() == 0.08
+    assert metrics.offering_price.labels("large", "on-demand", ZONE_B)._value.get() == 0.16
+    assert len(metrics.offering_price.collect()[0].samples) == 6  # 3 types x 2 offerings
+
+    for claim in h.nodeclaims():
+        h.kube.delete("NodeClaim", claim["metadata"]["name"])
+    h.kube.delete("Pod", "p0", "default")
+    h.kube.delete("Pod", "p1", "default")
+    h.advance(60)
+    assert h.nodeclaims() == []
+    assert metrics.cluster_cost._value.get() == 0.0

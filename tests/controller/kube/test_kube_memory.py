@@ -245,3 +245,11 @@ def test_returned_objects_do_not_alias_the_store(store):
     created["metadata"]["labels"]["app"] = "changed"
     store.list("Pod").items[0]["metadata"]["labels"]["app"] = "changed"
     assert store.get("Pod", "a", "default")["metadata"]["labels"] == {"app": "web"}
+
+
+def test_values_that_are_not_json_data_are_invalid(store):
+    odd = pod("a")
+    odd["metadata"]["annotations"] = {"when": object()}
+    with pytest.raises(Invalid) as error:
+        store.create(odd)
+    assert error.value.code == 422

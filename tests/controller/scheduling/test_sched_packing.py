@@ -265,3 +265,23 @@ def test_pool_limit_on_an_extended_resource_counts_the_largest_candidate():
 def test_pool_memory_limit_filters_candidate_types():
     plan = run([pod("a", cpu="1", memory="1Gi")], pools=[nodepool(limits={"memory": "8Gi"})])
     assert plan.nodeclaims[0].instance_types == ["small", "medium"]
+
+
+def test_limits_that_rule_out_every_type_big_enough_are_named_as_the_reason():
+    """A pod that fits only the types a pool's limits exclude fails on pool limits, not on
+    resources: the limit is what the user would change."""
+    small = new_instance_type("two", cpu="2", memory="4Gi", pods=20)
+    large = new_instance_type("eight", cpu="8", memory="16Gi", pods=20)
+    plan = run(
+        [pod("big", cpu="3", memory="1Gi")],
+        pools=[nodepool(limits={"cpu": "4"})],
+        types=[small, large],
+    )
+    (why,) = plan.unplaceable.values()
+    assert why.constraint == POOL_LIMITS
+    assert why.message == (
+        "nodepool 'default': limits on cpu leave no room for a node with "
+        "cpu=3, memory=1Gi, pods=1 (pod + daemonsets)"
+    )
+    unlimited = run([pod("big", cpu="3", memory="1Gi")], types=[small, large])
+    assert layout(unlimited) == [("eight", ["big"])]

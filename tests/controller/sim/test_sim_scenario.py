@@ -707,7 +707,8 @@ def test_scale_errors(scenario_doc, scale, message):
         (
             {"node": "n", "kind": "eviction"},
             "spec.steps[0].interrupt.kind: must be one of spot-interruption, rebalance, "
-            "scheduled-change, stopping, stopped, shutting-down, terminated",
+            "scheduled-change, stopping, stopped, shutting-down, terminated, "
+            "capacity-reservation-interruption",
         ),
         (
             {"node": "n", "nodeSelector": {"a": "b"}, "kind": "stopped"},

@@ -20,7 +20,7 @@ from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import AMI_ALIAS_FAMILIES
 from joiner.api.requirements import IN, NOT_IN, Requirement, Requirements
 from joiner.cloudprovider.aws.instancetypes import ARCHITECTURES
-from joiner.cloudprovider.aws.selectors import ResolutionError, tag_filters
+from joiner.cloudprovider.aws.selectors import ResolutionError, check_term, tag_filters
 
 FIELD = "amiSelectorTerms"
 LATEST = "latest"
@@ -95,6 +95,8 @@ def _bottlerocket(version: str, k8s: str) -> list[AliasVariant]:
 
 def parse_alias(terms: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
     """(family, version) when the terms are an alias, else None; raises on misuse."""
+    for index, term in enumerate(terms):
+        check_term(term, f"spec.{FIELD}[{index}]")
     aliases = [(i, t["alias"]) for i, t in enumerate(terms) if t.get("alias")]
     if not aliases:
         return None

@@ -108,6 +108,24 @@ class InstanceTypeCatalogue:
         self._loaded_at = self._clock.now()
         self.generation += 1
 
+    def export(self) -> dict[str, Any]:
+        """What was loaded, as plain JSON-able data (for a cache on disk)."""
+        self._refresh_if_due()
+        return {
+            "infos": self._infos,
+            "typeZones": {name: sorted(zones) for name, zones in self._type_zones.items()},
+            "zoneIds": self._zone_ids,
+        }
+
+    def preload(self, exported: Mapping[str, Any]) -> None:
+        """Start from an ``export()`` instead of describing (the simulator's disk cache);
+        the refresh interval then counts from now."""
+        self._infos = dict(exported["infos"])
+        self._type_zones = {n: frozenset(z) for n, z in exported["typeZones"].items()}
+        self._zone_ids = dict(exported["zoneIds"])
+        self._loaded_at = self._clock.now()
+        self.generation += 1
+
     def _refresh_if_due(self) -> None:
         if self._loaded_at is None or self._clock.now() - self._loaded_at >= self._refresh_seconds:
             self.refresh()
@@ -441,30 +459,53 @@ def os_for_family(ami_family: str) -> str:
     return "windows" if ami_family.startswith("Windows") else "linux"
 
 
+@dataclass(frozen=True)
+class TypeShape:
+    """What a type is under given settings, before offerings: labels as requirements,
+    capacity and overhead. Offerings change with prices and capacity; shapes do not."""
+
+    name: str
+    requirements: Requirements
+    capacity: ResourceList
+    overhead: Overhead
+
+
+def type_shape(info: Mapping[str, Any], settings: TypeSettings) -> TypeShape:
+    labels = type_labels(info, settings.region, os_for_family(settings.ami_family))
+    cap = capacity(info, settings)
+    return TypeShape(
+        info["InstanceType"], type_requirements(labels), cap, overhead(cap, settings.kubelet)
+    )
+
+
+def with_offerings(
+    shape: TypeShape, offerings: list[Offering], zone_ids: Mapping[str, str]
+) -> InstanceType:
+    """The InstanceType of a shape; zone, zone-id and capacity-type requirements span the
+    offerings."""
+    zones = sorted({o.zone for o in offerings})
+    requirements = shape.requirements.copy().add(
+        Requirement.new(wk.ZONE, IN, zones),
+        Requirement.new(wk.ZONE_ID, IN, sorted(zone_ids[z] for z in zones if z in zone_ids)),
+        Requirement.new(wk.CAPACITY_TYPE, IN, sorted({o.capacity_type for o in offerings})),
+    )
+    return InstanceType(
+        name=shape.name,
+        requirements=requirements,
+        offerings=offerings,
+        capacity=shape.capacity,
+        overhead=shape.overhead,
+    )
+
+
 def build_instance_type(
     info: Mapping[str, Any],
     settings: TypeSettings,
     offerings: list[Offering],
     zone_ids: Mapping[str, str],
 ) -> InstanceType:
-    """The InstanceType of one catalogue entry; zone, zone-id and capacity-type
-    requirements span the offerings."""
-    labels = type_labels(info, settings.region, os_for_family(settings.ami_family))
-    requirements = type_requirements(labels)
-    zones = sorted({o.zone for o in offerings})
-    requirements.add(
-        Requirement.new(wk.ZONE, IN, zones),
-        Requirement.new(wk.ZONE_ID, IN, sorted(zone_ids[z] for z in zones if z in zone_ids)),
-        Requirement.new(wk.CAPACITY_TYPE, IN, sorted({o.capacity_type for o in offerings})),
-    )
-    cap = capacity(info, settings)
-    return InstanceType(
-        name=info["InstanceType"],
-        requirements=requirements,
-        offerings=offerings,
-        capacity=cap,
-        overhead=overhead(cap, settings.kubelet),
-    )
+    """The InstanceType of one catalogue entry under the settings, with its offerings."""
+    return with_offerings(type_shape(info, settings), offerings, zone_ids)
 
 
 def validate_kubelet(kubelet: Mapping[str, Any]) -> list[str]:

@@ -31,7 +31,10 @@ from joiner.cloudprovider.aws.instancetypes import (
     DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     InstanceTypeCatalogue,
     TypeSettings,
+    TypeShape,
     build_instance_type,
+    type_shape,
+    with_offerings,
 )
 from joiner.cloudprovider.aws.launchtemplates import (
     NOT_FOUND_CODES,
@@ -73,6 +76,7 @@ log = logging.getLogger(__name__)
 
 PROVIDER_ID_PREFIX = "aws:///"
 GC_MIN_AGE_SECONDS = 30.0
+TYPES_CACHE_SIZE = 16  # views kept: a few classes x settings
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 NodeClassLookup = Callable[[str], EC2NodeClass | None]
 
@@ -138,6 +142,7 @@ class AWSCloudProvider:
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
         self.reserved_enis = reserved_enis
         self._types_cache: dict[tuple, list[InstanceType]] = {}
+        self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
         self._first_seen: dict[str, float] = {}
 
     # --- instance types ----------------------------------------------------------
@@ -157,7 +162,7 @@ class AWSCloudProvider:
         self.pricing.refresh_if_due()
         settings = self._settings(nodeclass)
         zones = frozenset(s["zone"] for s in nodeclass.status.get("subnets", []))
-        infos = self.catalogue.infos()
+        shapes = self._shapes(settings)
         key = (
             _freeze(settings),
             zones,
@@ -166,21 +171,35 @@ class AWSCloudProvider:
             self.unavailable.generation,
         )
         if key not in self._types_cache:
-            self._types_cache.clear()  # only the newest view of each class is worth keeping
-            self._types_cache[key] = self._build_types(infos, settings, zones)
+            if len(self._types_cache) >= TYPES_CACHE_SIZE:
+                self._types_cache.pop(next(iter(self._types_cache)))  # the oldest
+            self._types_cache[key] = self._build_types(shapes, zones)
         return self._types_cache[key]
 
+    def _shapes(self, settings: TypeSettings) -> dict[str, TypeShape]:
+        """Per-settings type shapes, rebuilt only when the catalogue changes."""
+        infos = self.catalogue.infos()
+        key = (_freeze(settings), self.catalogue.generation)
+        if key not in self._shapes_cache:
+            if len(self._shapes_cache) >= TYPES_CACHE_SIZE:
+                self._shapes_cache.pop(next(iter(self._shapes_cache)))
+            self._shapes_cache[key] = {
+                name: type_shape(info, settings) for name, info in sorted(infos.items())
+            }
+        return self._shapes_cache[key]
+
     def _build_types(
-        self, infos: Mapping[str, Mapping[str, Any]], settings: TypeSettings, zones: frozenset[str]
+        self, shapes: Mapping[str, TypeShape], zones: frozenset[str]
     ) -> list[InstanceType]:
+        infos = self.catalogue.infos()
         type_zones = self.catalogue.type_zones()
         zone_ids = self.catalogue.zone_ids()
         types = []
-        for name in sorted(infos):
+        for name, shape in shapes.items():
             offered = type_zones.get(name, frozenset()) & zones
             offerings = build_offerings(infos[name], offered, self.pricing, self.unavailable)
             if offerings:
-                types.append(build_instance_type(infos[name], settings, offerings, zone_ids))
+                types.append(with_offerings(shape, offerings, zone_ids))
         return types
 
     def _settings(self, nodeclass: EC2NodeClass) -> TypeSettings:
@@ -340,7 +359,7 @@ class AWSCloudProvider:
         capacity_type: str,
         candidates: list[_Candidate],
     ) -> NodeClaim:
-        instance = self._describe(result.instance_id or "")
+        instance = self.describe_instance(result.instance_id or "")
         if instance is None:
             raise CloudProviderError(f"instance {result.instance_id} vanished right after launch")
         by_name = {c.instance_type.name: c.instance_type for c in candidates}
@@ -428,7 +447,7 @@ class AWSCloudProvider:
         offerings = [o for o in offerings if o.capacity_type == capacity_type]
         return build_instance_type(info, settings, offerings, self.catalogue.zone_ids())
 
-    def _describe(self, instance_id: str) -> dict[str, Any] | None:
+    def describe_instance(self, instance_id: str) -> dict[str, Any] | None:
         try:
             reservations = self.clients.ec2.describe_instances(InstanceIds=[instance_id])[
                 "Reservations"
@@ -446,7 +465,7 @@ class AWSCloudProvider:
     # --- get / list / delete -----------------------------------------------------
 
     def get(self, provider_id: str) -> NodeClaim:
-        instance = self._describe(instance_id_of(provider_id))
+        instance = self.describe_instance(instance_id_of(provider_id))
         if instance is None:
             raise NodeClaimNotFoundError(f"instance {provider_id} not found")
         return self._nodeclaim_from_instance(instance)
@@ -469,7 +488,7 @@ class AWSCloudProvider:
     def delete(self, nodeclaim: NodeClaim) -> None:
         """Terminate the instance; NodeClaimNotFoundError once it is gone."""
         instance_id = instance_id_of(nodeclaim.status.provider_id)
-        if self._describe(instance_id) is None:
+        if self.describe_instance(instance_id) is None:
             raise NodeClaimNotFoundError(f"instance {instance_id} not found")
         try:
             self.clients.ec2.terminate_instances(InstanceIds=[instance_id])
@@ -492,7 +511,7 @@ class AWSCloudProvider:
         if stamped is not None and stamped != nodeclass_hash(nodeclass):
             return "NodeClassDrift"
         try:
-            instance = self._describe(instance_id_of(nodeclaim.status.provider_id))
+            instance = self.describe_instance(instance_id_of(nodeclaim.status.provider_id))
         except (ClientError, BotoCoreError) as error:
             log.warning("drift check of %s failed: %s", nodeclaim.name, error)
             return None

@@ -15,6 +15,14 @@ class ResolutionError(Exception):
     in the class's status condition."""
 
 
+def check_term(term: Any, where: str) -> None:
+    """A term must be a map, and its ``tags`` (when present) a map too."""
+    if not isinstance(term, Mapping):
+        raise ResolutionError(f"{where} must be a map, got {term!r}")
+    if not isinstance(term.get("tags") or {}, Mapping):
+        raise ResolutionError(f"{where}.tags must be a map of tag keys to values")
+
+
 def tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
     filters = []
     for key, value in sorted(tags.items()):
@@ -32,6 +40,7 @@ def term_filters(
     filter names; ``tags`` is always allowed. Raises ResolutionError for empty or
     unknown keys, naming ``spec.<field>[index]``."""
     where = f"spec.{field}[{index}]"
+    check_term(term, where)
     unknown = sorted(set(term) - set(fields) - {"tags"})
     if unknown:
         raise ResolutionError(f"{where}: unknown key(s) {', '.join(unknown)}")
@@ -40,10 +49,7 @@ def term_filters(
         for key, filter_name in fields.items()
         if term.get(key)
     ]
-    tags = term.get("tags") or {}
-    if not isinstance(tags, Mapping):
-        raise ResolutionError(f"{where}.tags must be a map of tag keys to values")
-    filters.extend(tag_filters(tags))
+    filters.extend(tag_filters(term.get("tags") or {}))
     if not filters:
         allowed = ", ".join(sorted([*fields, "tags"]))
         raise ResolutionError(f"{where} selects nothing: set one of {allowed}")

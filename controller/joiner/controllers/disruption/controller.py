@@ -64,6 +64,12 @@ class Disruption:
         self.pending: Pending | None = None
         self.last_skipped: dict[str, str] = {}
         self._types: dict[str, Sequence[InstanceType]] = {}
+        self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
+        # Rescheduling simulations of the current cluster, by candidate names: reused while
+        # nothing they read has changed (the state, the marks, the instance types on offer),
+        # which is most passes once the cluster is steady.
+        self._simulations: dict[tuple[str, ...], Plan] = {}
+        self._simulations_basis: tuple = ()
 
     @property
     def busy(self) -> bool:
@@ -72,7 +78,7 @@ class Disruption:
     def reconcile(self, key: str) -> Result:
         if not self.state.synced or self.orchestrator.busy:
             return Result(requeue_after=PASS_INTERVAL)
-        self._types = {}
+        self._types, self._allowances = {}, {}
         if self.pending is not None:
             self._validate_and_act()
             return Result(requeue_after=PASS_INTERVAL)
@@ -142,9 +148,10 @@ class Disruption:
         for node_name, why in sorted(self.last_skipped.items()):
             state_node = self.state.state_node(node_name)
             if state_node is not None and state_node.nodeclaim is not None:
-                self.recorder.record(
-                    state_node.nodeclaim.to_dict(), NORMAL, "DisruptionBlocked", why
-                )
+                claim = state_node.nodeclaim
+                # The watched object names the claim as well as a rebuilt dict, for free.
+                involved = self.state.objects["NodeClaim"].get(claim.name) or claim.to_dict()
+                self.recorder.record(involved, NORMAL, "DisruptionBlocked", why)
 
     # --- validating and acting --------------------------------------------------------------
 
@@ -176,6 +183,27 @@ class Disruption:
     # --- simulation inputs ----------------------------------------------------------------
 
     def _simulate(self, candidates: Sequence[Candidate]) -> Plan:
+        """Where the candidates' pods would go without them (memoised, see __init__)."""
+        basis = self._simulation_basis()
+        if basis != self._simulations_basis:
+            self._simulations, self._simulations_basis = {}, basis
+        names = tuple(c.name for c in candidates)
+        plan = self._simulations.get(names)
+        if plan is None:
+            plan = self._simulations[names] = self._solve_without(candidates)
+        return plan
+
+    def _simulation_basis(self) -> tuple:
+        """Everything a simulation reads besides the candidates themselves."""
+        pools = self.provisioner.ready_nodepools()
+        offered = tuple(
+            (it.name, tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings))
+            for pool in pools
+            for it in self._instance_types(pool.name)
+        )
+        return (self.state.generation, frozenset(self.state.marked_for_deletion), offered)
+
+    def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
         """Where the candidates' pods would go without them. Nodes still starting do not
         count: their room is spoken for by the pods they were launched for."""
         pods = [p for c in candidates for p in c.pods]
@@ -193,6 +221,13 @@ class Disruption:
         return self._types[pool_name]
 
     def _allowed(self, pool_name: str, reason: str) -> int:
+        """Budget-allowed disruptions; nothing it reads changes during a pass."""
+        key = (pool_name, reason)
+        if key not in self._allowances:
+            self._allowances[key] = self._compute_allowed(pool_name, reason)
+        return self._allowances[key]
+
+    def _compute_allowed(self, pool_name: str, reason: str) -> int:
         pool = self.state.nodepools[pool_name]
         nodes = [sn for sn in self.state.managed_nodes() if sn.nodepool == pool_name]
         return allowed_disruptions(

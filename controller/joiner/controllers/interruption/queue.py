@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 MAX_MESSAGES = 10  # the most SQS returns per ReceiveMessage
 LONG_POLL_SECONDS = 20  # the longest SQS long poll
 RECEIVE_ERROR_PAUSE = 5.0  # seconds the poll thread waits after a failed receive
+INACTIVE_PAUSE = 1.0  # seconds between two looks at whether to receive
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,19 @@ class BackgroundReceiver:
     """Long-polls in a daemon thread; ``take`` returns what arrived since the last call.
 
     Receive errors (throttling, a network blip, a missing permission) are logged and
-    retried after a pause: the queue is an optional feed, never a reason to stop."""
+    retried after a pause: the queue is an optional feed, never a reason to stop. While
+    ``active()`` is false (a replica that is not the leader) nothing is received, so
+    messages stay visible to the replica that handles them."""
 
-    def __init__(self, queue: MessageQueue, wait_seconds: int = LONG_POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        queue: MessageQueue,
+        wait_seconds: int = LONG_POLL_SECONDS,
+        active: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.queue = queue
         self.wait_seconds = wait_seconds
+        self.active = active
         self._inbox: deque[QueueMessage] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="interruption-queue", daemon=True)
@@ -122,6 +132,9 @@ class BackgroundReceiver:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if not self.active():
+                self._stop.wait(INACTIVE_PAUSE)
+                continue
             try:
                 self._inbox.extend(self.queue.receive(self.wait_seconds))
             except (BotoCoreError, ClientError) as err:

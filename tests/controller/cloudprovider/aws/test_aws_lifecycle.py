@@ -137,3 +137,15 @@ def test_mark_unavailable_keeps_an_offering_out_for_three_minutes(stand: Stand) 
     assert not spot_1a_available()
     stand.clock.advance(1)
     assert spot_1a_available()
+
+
+def test_a_template_deleted_behind_our_back_is_recreated(stand: Stand, env: Env) -> None:
+    launch(stand, "default-a")
+    (template,) = env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
+    env.clients.ec2.delete_launch_template(LaunchTemplateName=template["LaunchTemplateName"])
+    assert launch(stand, "default-b").status.provider_id
+    names = [
+        t["LaunchTemplateName"]
+        for t in env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
+    ]
+    assert names == [template["LaunchTemplateName"]]

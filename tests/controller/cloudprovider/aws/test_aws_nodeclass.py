@@ -149,6 +149,16 @@ def test_ssm_parameter_and_pinned_alias(env: Env) -> None:
             "no AMI matches spec.amiSelectorTerms [{'alias': 'al2023@v19990101'}]",
         ),
         (
+            {"amiSelectorTerms": [{"tags": ["not", "a", "map"]}]},
+            "AMIsReady",
+            "spec.amiSelectorTerms[0].tags must be a map of tag keys to values",
+        ),
+        (
+            {"subnetSelectorTerms": ["subnet-1"]},
+            "SubnetsReady",
+            "spec.subnetSelectorTerms[0] must be a map, got 'subnet-1'",
+        ),
+        (
             {"role": "no-such-role"},
             "InstanceProfileReady",
             "spec.role: IAM role 'no-such-role' not found",

@@ -1,0 +1,55 @@
+"""Price metrics [SPEC 11]: the price of every offering the NodePools can launch, and
+what the managed nodes cost per hour (each at the price of the offering it runs on)."""
+
+from __future__ import annotations
+
+from joiner.api import labels as wk
+from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers.runtime import Result
+from joiner.metrics import Metrics
+from joiner.state.cluster import ClusterState
+
+KEY = "cost"
+INTERVAL = 60.0  # prices move with the pricing refresh and spot markets, not by the second
+
+# (instance type, zone, capacity type) -> USD per hour
+Prices = dict[tuple[str, str, str], float]
+
+
+class CostMetrics:
+    name = "metrics.cost"
+
+    def __init__(self, state: ClusterState, cloud: CloudProvider, metrics: Metrics) -> None:
+        self.state, self.cloud, self.metrics = state, cloud, metrics
+
+    def reconcile(self, key: str) -> Result:
+        prices = self._offering_prices()
+        for (instance_type, zone, capacity_type), price in sorted(prices.items()):
+            self.metrics.offering_price.labels(instance_type, capacity_type, zone).set(price)
+        self.metrics.cluster_cost.set(round(self._cluster_cost(prices), 6))
+        return Result(requeue_after=INTERVAL)
+
+    def _offering_prices(self) -> Prices:
+        prices: Prices = {}
+        for pool in self.state.nodepools.values():
+            for instance_type in self.cloud.get_instance_types(pool):
+                for offering in instance_type.offerings:
+                    key = (instance_type.name, offering.zone, offering.capacity_type)
+                    prices[key] = offering.price
+        return prices
+
+    def _cluster_cost(self, prices: Prices) -> float:
+        """Managed nodes that are launched, at their offering's price (0 when the offering
+        is no longer in any pool's catalogue)."""
+        total = 0.0
+        for node in self.state.managed_nodes():
+            labels = node.labels
+            if node.provider_id is None:
+                continue
+            key = (
+                labels.get(wk.INSTANCE_TYPE, ""),
+                labels.get(wk.ZONE, ""),
+                labels.get(wk.CAPACITY_TYPE, ""),
+            )
+            total += prices.get(key, 0.0)
+        return total

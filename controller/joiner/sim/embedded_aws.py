@@ -1,0 +1,326 @@
+"""Embedded AWS for ``provider: aws``: moto in-process, seeded like a cluster's
+account, with the real AWS provider code on top.
+
+The account gets a VPC with one discovery-tagged subnet per scenario zone, a
+discovery-tagged security group, an EKS cluster, the IAM roles the node classes
+name, and the EKS optimized AMIs behind every alias the scenario uses (moto has no
+public SSM parameters: they are written into its backend). moto's
+DescribeInstanceTypes takes seconds, so its answer is cached on disk per moto
+version and a run starts in seconds after the first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import boto3
+import moto
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.utils import utcnow
+from moto.ec2.models import ec2_backends
+from moto.ssm.models import Parameter, ssm_backends
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.ec2nodeclass import EC2NodeClass, default_block_device_mappings
+from joiner.clock import Clock
+from joiner.cloudprovider.aws.amis import alias_variants
+from joiner.cloudprovider.aws.clients import AWSClients
+from joiner.cloudprovider.aws.cluster import ClusterInfo
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue, TypeSettings, type_shape
+from joiner.cloudprovider.aws.provider import AWSCloudProvider, instance_id_of
+from joiner.sim.cloud import StaticNodeFacts
+from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
+
+KUBERNETES_VERSION = "1.33"
+VPC_CIDR = "10.0.0.0/16"
+_EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+NodeClassLookup = Callable[[str], EC2NodeClass | None]
+
+
+def catalogue_cache_path() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "joiner" / f"moto-{moto.__version__}-instance-types.json"
+
+
+class EmbeddedAWS:
+    """A SimCloud over moto and ``AWSCloudProvider``. Call ``close()`` when done."""
+
+    def __init__(self, scenario: Scenario, clock: Clock) -> None:
+        self.region = scenario.cluster.region
+        self._mock = mock_aws()
+        self._mock.start()
+        session = boto3.Session(
+            aws_access_key_id="embedded",
+            aws_secret_access_key="embedded",
+            region_name=self.region,
+        )
+        self.clients = AWSClients.create(self.region, session=session, max_attempts=1)
+        self._eks = session.client("eks", region_name=self.region)
+        nodeclasses = list(_nodeclasses(scenario))
+        zones = self._seed_network(scenario)
+        self._seed_roles(nodeclasses)
+        self._seed_amis(nodeclasses)
+        cluster = self._seed_cluster(scenario.cluster.name)
+        self._lookup: NodeClassLookup = lambda name: None
+        self.catalogue = cached_catalogue(self.clients.ec2, clock)
+        self.provider = AWSCloudProvider(
+            self.clients,
+            clock,
+            cluster,
+            self.region,
+            lambda name: self._lookup(name),
+            catalogue=self.catalogue,
+            static_prices=scenario.cloud.prices,
+        )
+        self.outage = CapacityOutage(self.clients.ec2, zones)
+        self._prices: dict[str, float] = {}
+
+    def bind_nodeclasses(self, lookup: NodeClassLookup) -> None:
+        """Where the provider reads node classes (with their status): the operator's state."""
+        self._lookup = lookup
+
+    def close(self) -> None:
+        self._mock.stop()
+
+    # --- SimCloud ----------------------------------------------------------------------
+
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        return self.provider.resolve_nodeclass(nodeclass)
+
+    def instance_exists(self, provider_id: str) -> bool:
+        return self.provider.describe_instance(instance_id_of(provider_id)) is not None
+
+    def instance_price(self, provider_id: str) -> float | None:
+        if provider_id not in self._prices:
+            instance = self.provider.describe_instance(instance_id_of(provider_id))
+            if instance is None:
+                return None
+            capacity_type = (
+                wk.CAPACITY_TYPE_SPOT
+                if instance.get("InstanceLifecycle") == "spot"
+                else wk.CAPACITY_TYPE_ON_DEMAND
+            )
+            info = self.catalogue.infos()[instance["InstanceType"]]
+            zone = instance["Placement"]["AvailabilityZone"]
+            self._prices[provider_id] = self.provider.pricing.price(info, capacity_type, zone)
+        return self._prices[provider_id]
+
+    def static_node(self, node: StaticNode) -> StaticNodeFacts:
+        info = self.catalogue.infos()[node.instance_type]
+        settings = TypeSettings(
+            region=self.region,
+            kubelet={},
+            ami_family="AL2023",
+            block_device_mappings=tuple(default_block_device_mappings("AL2023")),
+        )
+        shape = type_shape(info, settings)
+        labels = {
+            key: requirement.any_value()
+            for key, requirement in shape.requirements.items()
+            if len(requirement) == 1 and requirement.any_value() is not None
+        }
+        labels.update({wk.ZONE: node.zone, wk.CAPACITY_TYPE: node.capacity_type})
+        allocatable = res.subtract(shape.capacity, shape.overhead.total())
+        price = self.provider.pricing.price(info, node.capacity_type, node.zone)
+        return StaticNodeFacts(labels, shape.capacity, allocatable, price)
+
+    def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
+        for key in keys:
+            self.outage.set(key, exhausted=not available)
+
+    def reclaim(self, provider_id: str) -> None:
+        """EC2 takes the instance away (an interruption coming true)."""
+        self.clients.ec2.terminate_instances(InstanceIds=[instance_id_of(provider_id)])
+
+    # --- seeding -------------------------------------------------------------------------
+
+    def _seed_network(self, scenario: Scenario) -> dict[str, str]:
+        ec2 = self.clients.ec2
+        discovery = {"karpenter.sh/discovery": scenario.cluster.name}
+        vpc_id = ec2.create_vpc(CidrBlock=VPC_CIDR)["Vpc"]["VpcId"]
+        zones = {}
+        for index, zone in enumerate(scenario.cluster.zones):
+            subnet = ec2.create_subnet(
+                VpcId=vpc_id,
+                CidrBlock=f"10.0.{index * 16}.0/20",
+                AvailabilityZone=zone,
+                TagSpecifications=[{"ResourceType": "subnet", "Tags": _tags(discovery)}],
+            )["Subnet"]["SubnetId"]
+            zones[subnet] = zone
+        # moto gives instances the default security groups whatever the launch template
+        # says, so those are the node groups that discovery must find.
+        defaults = ec2.describe_security_groups(
+            Filters=[{"Name": "group-name", "Values": ["default"]}]
+        )["SecurityGroups"]
+        ec2.create_tags(Resources=[g["GroupId"] for g in defaults], Tags=_tags(discovery))
+        return zones
+
+    def _seed_roles(self, nodeclasses: list[EC2NodeClass]) -> None:
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "ec2.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        }
+        for role in sorted({n.role for n in nodeclasses if n.role}):
+            self.clients.iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(trust))
+
+    def _seed_amis(self, nodeclasses: list[EC2NodeClass]) -> None:
+        parameters = {}
+        for nodeclass in nodeclasses:
+            for term in nodeclass.ami_selector_terms or [{"alias": "al2023@latest"}]:
+                if "alias" not in term:
+                    continue
+                family, _, version = term["alias"].partition("@")
+                for variant in alias_variants(family, version or "latest", KUBERNETES_VERSION):
+                    parameters[variant.parameter] = (variant.arch, family, variant.variant)
+        for parameter, (arch, family, variant) in sorted(parameters.items()):
+            image_id = self.clients.ec2.register_image(
+                Name=f"{family}-{variant}-{arch}-{KUBERNETES_VERSION}",
+                Description="EKS optimized (embedded)",
+            )["ImageId"]
+            backend = ec2_backends[DEFAULT_ACCOUNT_ID][self.region]
+            backend.amis[image_id].architecture = _EC2_ARCH[arch]  # RegisterImage drops it
+            _put_public_parameter(self.region, parameter, image_id)
+
+    def _seed_cluster(self, name: str) -> ClusterInfo:
+        self._eks.create_cluster(
+            name=name,
+            version=KUBERNETES_VERSION,
+            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{name}-cluster",
+            resourcesVpcConfig={"subnetIds": []},
+        )
+        return ClusterInfo.from_eks(self._eks, name)
+
+
+def _nodeclasses(scenario: Scenario) -> Iterable[EC2NodeClass]:
+    manifests = [*scenario.objects]
+    for step in scenario.steps:
+        manifests.extend(getattr(step, "manifests", ()))
+    for manifest in manifests:
+        if manifest.get("kind") == "EC2NodeClass":
+            yield EC2NodeClass.from_dict(dict(manifest))
+
+
+def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _put_public_parameter(region: str, name: str, value: str) -> None:
+    """Write an ``/aws/service/...`` parameter as AWS publishes it (clients may not)."""
+    ssm_backends[DEFAULT_ACCOUNT_ID][region]._parameters[name].append(
+        Parameter(
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=utcnow(),
+            version=1,
+            data_type="aws:ec2:image",
+        )
+    )
+
+
+def cached_catalogue(ec2: Any, clock: Clock) -> InstanceTypeCatalogue:
+    """The catalogue, loaded from the disk cache when there is one, else from moto (and
+    then written to the cache)."""
+    catalogue = InstanceTypeCatalogue(ec2, clock)
+    path = catalogue_cache_path()
+    try:
+        catalogue.preload(json.loads(path.read_text()))
+        return catalogue
+    except (OSError, ValueError, KeyError):
+        pass
+    catalogue.refresh()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(catalogue.export(), default=str))
+    except OSError:
+        pass  # no writable cache: the next run describes again
+    return catalogue
+
+
+class CapacityOutage:
+    """Insufficient capacity on demand: CreateFleet answers InsufficientInstanceCapacity
+    for exhausted (instance type, zone, capacity type) offerings, as AWS does when a pool
+    is dry (moto never does). Exhausted overrides are taken out of the request before moto
+    sees it and reported as per-override errors in the response."""
+
+    def __init__(self, ec2: Any, subnet_zones: dict[str, str]) -> None:
+        self.exhausted: set[tuple[str, str | None, str | None]] = set()
+        self._zones = subnet_zones
+        self._errors: list[dict[str, Any]] = []
+        self._nothing_left = False
+        events = ec2.meta.events
+        events.register("before-parameter-build.ec2.CreateFleet", self._strip)
+        events.register("before-call.ec2.CreateFleet", self._answer_when_empty)
+        events.register("after-call.ec2.CreateFleet", self._report)
+
+    def set(self, key: CapacityKey, exhausted: bool) -> None:
+        entry = (key.instance_type, key.zone, key.capacity_type)
+        if exhausted:
+            self.exhausted.add(entry)
+        else:
+            self.exhausted.discard(entry)
+
+    def _is_exhausted(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        return any(
+            t == instance_type and z in (None, zone) and c in (None, capacity_type)
+            for t, z, c in self.exhausted
+        )
+
+    def _strip(self, params: dict[str, Any], **_: Any) -> None:
+        capacity_type = params["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+        self._errors, kept_configs = [], []
+        for config in params["LaunchTemplateConfigs"]:
+            kept = []
+            for override in config["Overrides"]:
+                zone = self._zones[override["SubnetId"]]
+                if self._is_exhausted(override["InstanceType"], zone, capacity_type):
+                    self._errors.append(_ice_error(config, override, capacity_type))
+                else:
+                    kept.append(override)
+            if kept:
+                kept_configs.append({**config, "Overrides": kept})
+        self._nothing_left = not kept_configs
+        if kept_configs:
+            params["LaunchTemplateConfigs"] = kept_configs
+
+    def _answer_when_empty(self, **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if not self._nothing_left:
+            return None
+        return _HttpOk(), {"FleetId": "fleet-outage", "Instances": [], "Errors": []}
+
+    def _report(self, parsed: dict[str, Any], **_: Any) -> None:
+        parsed.setdefault("Errors", []).extend(self._errors)
+        self._errors, self._nothing_left = [], False
+
+
+def _ice_error(config: dict[str, Any], override: dict[str, Any], capacity_type: str) -> dict:
+    return {
+        "LaunchTemplateAndOverrides": {
+            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+            "Overrides": override,
+        },
+        "Lifecycle": capacity_type,
+        "ErrorCode": "InsufficientInstanceCapacity",
+        "ErrorMessage": "We currently do not have sufficient capacity.",
+    }
+
+
+class _HttpOk:
+    status_code = 200
+    headers: dict[str, str] = {}

@@ -1,0 +1,195 @@
+"""The ``interrupt`` step of the simulator, one scenario per message kind: the event
+goes through the embedded EventBridge rule and SQS queue to the real controller."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from joiner.sim.engine import Simulation
+from joiner.sim.result import SimulationResult
+from joiner.sim.scenario import ScenarioError, load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+
+BASE: dict[str, Any] = {
+    "apiVersion": "joiner.sim/v1",
+    "kind": "Scenario",
+    "metadata": {"name": "interrupt"},
+    "spec": {
+        "cluster": {"name": "t", "region": "us-east-1", "zones": ["zone-a", "zone-b"]},
+        "cloud": {
+            "provider": "fake",
+            "instanceTypes": [
+                {
+                    "name": "c-4x8",
+                    "cpu": "4",
+                    "memory": "8Gi",
+                    "pods": 20,
+                    "offerings": [
+                        {"zone": "zone-a", "capacityType": "spot", "price": 0.06},
+                        {"zone": "zone-b", "capacityType": "spot", "price": 0.07},
+                    ],
+                }
+            ],
+        },
+        "objects": [
+            {
+                "apiVersion": "karpenter.k8s.aws/v1",
+                "kind": "EC2NodeClass",
+                "metadata": {"name": "default"},
+                "spec": {
+                    "role": "NodeRole",
+                    "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "t"}}],
+                    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "t"}}],
+                },
+            },
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": {"name": "default"},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "nodeClassRef": {
+                                "group": "karpenter.k8s.aws",
+                                "kind": "EC2NodeClass",
+                                "name": "default",
+                            },
+                            "requirements": [
+                                {
+                                    "key": "karpenter.sh/capacity-type",
+                                    "operator": "In",
+                                    "values": ["spot"],
+                                }
+                            ],
+                        }
+                    },
+                    "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+                },
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "app", "namespace": "default"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "app"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "app"}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "app",
+                                    "image": "app",
+                                    "resources": {"requests": {"cpu": "3", "memory": "1Gi"}},
+                                }
+                            ]
+                        },
+                    },
+                },
+            },
+        ],
+        "steps": [],
+    },
+}
+
+
+def run(kind: str, extra_objects: tuple[dict[str, Any], ...] = ()) -> SimulationResult:
+    doc = copy.deepcopy(BASE)
+    doc["spec"]["objects"].extend(extra_objects)
+    doc["spec"]["steps"] = [
+        {"settle": "5m"},
+        {
+            "interrupt": {
+                "nodeSelector": {"karpenter.sh/capacity-type": "spot"},
+                "count": 1,
+                "kind": kind,
+            }
+        },
+        {"settle": "10m"},
+    ]
+    return Simulation(load_scenario(yaml.safe_dump(doc))).run()
+
+
+def interrupted_at(result: SimulationResult) -> float:
+    return next(s.time for s in result.steps if s.action == "interrupt")
+
+
+def reasons(result: SimulationResult) -> list[str]:
+    return [e.reason for e in result.events]
+
+
+DRAINING = [
+    ("spot-interruption", "SpotInterrupted"),
+    ("scheduled-change", "InstanceUnhealthy"),
+    ("stopping", "InstanceStopping"),
+    ("stopped", "InstanceStopping"),
+    ("shutting-down", "InstanceTerminating"),
+    ("terminated", "InstanceTerminating"),
+    ("capacity-reservation-interruption", "CapacityReservationInterrupted"),
+]
+
+
+@pytest.mark.parametrize(("kind", "reason"), DRAINING)
+def test_a_draining_kind_replaces_the_first_node(kind: str, reason: str) -> None:
+    result = run(kind)
+    at = interrupted_at(result)
+    first = sorted((c for c in result.nodeclaims if c.created_at < at), key=lambda c: c.name)[0]
+    assert first.disruption_reason == "Interrupted"
+    assert first.deleted_at is not None and first.deleted_at - at < 5
+    assert reason in reasons(result)
+    live = [c for c in result.nodeclaims if c.deleted_at is None]
+    assert len(live) == 2
+    assert result.final.pending_pods == []
+    assert sum(len(n.pods) for n in result.final.nodes) == 2
+
+
+def test_a_spot_interruption_moves_the_replacement_to_another_offering() -> None:
+    result = run("spot-interruption")
+    at = interrupted_at(result)
+    (replacement,) = [c for c in result.nodeclaims if c.created_at >= at]
+    assert (replacement.zone, replacement.capacity_type) == ("zone-b", "spot")
+    assert replacement.created_at - at < 5  # at once: its pods went pending right away
+
+
+def test_a_rebalance_recommendation_changes_nothing_but_an_event() -> None:
+    result = run("rebalance")
+    assert all(c.deleted_at is None for c in result.nodeclaims)
+    assert len(result.nodeclaims) == 2
+    assert reasons(result).count("SpotRebalanceRecommendation") == 1
+
+
+def test_ec2_reclaims_a_spot_instance_two_minutes_after_its_warning() -> None:
+    """A PDB keeps the pod on the node; EC2 does not wait: after 2 minutes the instance
+    is gone, the node goes NotReady and the NodeClaim is finalized without the drain."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "app", "namespace": "default"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "app"}}},
+    }
+    result = run("spot-interruption", (pdb,))
+    at = interrupted_at(result)
+    first = sorted((c for c in result.nodeclaims if c.created_at < at), key=lambda c: c.name)[0]
+    assert first.disruption_reason == "Interrupted"
+    assert first.deleted_at is not None and 120 <= first.deleted_at - at < 150
+
+
+def test_an_unknown_node_is_a_scenario_error() -> None:
+    doc = copy.deepcopy(BASE)
+    doc["spec"]["steps"] = [{"interrupt": {"node": "nope", "kind": "spot-interruption"}}]
+    with pytest.raises(ScenarioError, match=r"spec\.steps\[0\]\.interrupt\.node: no managed node"):
+        Simulation(load_scenario(yaml.safe_dump(doc))).run()
+
+
+def test_the_spot_interruption_example() -> None:
+    result = Simulation(load_scenario(EXAMPLES / "spot-interruption.yaml")).run()
+    assert [f for s in result.steps for f in s.failures] == []
+    interrupted = [c for c in result.nodeclaims if c.disruption_reason == "Interrupted"]
+    assert len(interrupted) == 100
+    assert reasons(result).count("SpotInterrupted") == 100

@@ -1,0 +1,33 @@
+"""Every example scenario runs to the end with all its expectations holding, as
+`joiner simulate` would report them (exit 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from joiner.cli import main
+from joiner.sim.engine import Simulation
+from joiner.sim.scenario import load_scenario
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs_and_its_expectations_hold(path: Path):
+    result = Simulation(load_scenario(path)).run()
+    assert result.failures == []
+
+
+def test_walkthrough_returns_to_the_static_node_and_prices_it(capsys: pytest.CaptureFixture):
+    walkthrough = next(p for p in EXAMPLES if p.stem == "walkthrough")
+    assert main(["simulate", str(walkthrough), "--output", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [n["name"] for n in result["final"]["nodes"]] == ["system-1"]
+    assert result["final"]["nodes"][0]["instanceType"] == "m5.large"
+    assert result["final"]["costPerHour"] == result["final"]["nodes"][0]["price"] > 0
+    reasons = [c["disruptionReason"] for c in result["nodeclaims"]]
+    assert reasons.count("Expired") >= 1
+    assert reasons[-1] == "Empty"
+    assert all(c["capacityType"] == "spot" for c in result["nodeclaims"])
