@@ -11,7 +11,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[pulumi,dev]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[pulumi,sim,dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

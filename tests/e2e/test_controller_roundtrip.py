@@ -3,6 +3,9 @@ adapter, leader election, the AWS provider built by the command's factory) again
 local Kubernetes API server and moto. One provision-and-terminate round trip: a pending
 pod -> NodeClaim -> EC2 instance via CreateFleet -> (the test plays kubelet) Node Ready
 -> NodeClaim initialized -> NodeClaim deleted -> instance terminated -> finalizers gone.
+Also: insufficient capacity at CreateFleet re-provisions from another pool, and the
+``joiner controller`` command itself, in its own process, leads and releases the Lease on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection
 from joiner.settings import Settings
+from joiner.sim.embedded_aws import CapacityOutage
 
 WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
 
@@ -69,12 +73,52 @@ def aws_account(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -
     return moto_url
 
 
-def _nodepool() -> dict[str, Any]:
+def _start_controller(
+    apiserver: KubeHTTPServer, aws_url: str
+) -> tuple[ControllerProcess, threading.Event, threading.Thread]:
+    """The production process (what ``joiner controller`` runs), on its own thread."""
+    settings = Settings.from_env(
+        {
+            "CLUSTER_NAME": CLUSTER,
+            "AWS_REGION": REGION,
+            "BATCH_IDLE_DURATION": "200ms",
+            "BATCH_MAX_DURATION": "2s",
+            "METRICS_PORT": str(_free_port()),
+            "HEALTH_PROBE_PORT": str(_free_port()),
+        }
+    )
+    stop = threading.Event()
+    process = ControllerProcess(
+        settings,
+        HttpKube(ClusterConfig(server=apiserver.url)),
+        aws_cloud_factory(settings, endpoint_url=aws_url),
+        stop,
+        LeaderElection(namespace="kube-system", identity="e2e-replica"),
+        host="127.0.0.1",
+    )
+    thread = threading.Thread(target=process.run, daemon=True)
+    return process, stop, thread
+
+
+def _wait_nodeclass_ready(store: MemoryKube) -> None:
+    _wait(
+        lambda: is_true(
+            (store.get("EC2NodeClass", "default").get("status") or {}).get("conditions"),
+            "Ready",
+        ),
+        "the EC2NodeClass to resolve",
+    )
+
+
+def _nodepool(
+    name: str = "default", instance_type: str = "m5.large", weight: int = 1
+) -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": "default"},
+        "metadata": {"name": name},
         "spec": {
+            "weight": weight,
             "template": {
                 "spec": {
                     "nodeClassRef": {
@@ -83,11 +127,11 @@ def _nodepool() -> dict[str, Any]:
                         "name": "default",
                     },
                     "requirements": [
-                        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+                        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": [instance_type]},
                         {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
                     ],
                 }
-            }
+            },
         },
     }
 
@@ -148,38 +192,13 @@ def _instance_state(ec2: Any, instance_id: str) -> str:
 def test_provision_and_terminate_round_trip(
     aws_account: str, store: MemoryKube, apiserver: KubeHTTPServer
 ) -> None:
-    settings = Settings.from_env(
-        {
-            "CLUSTER_NAME": CLUSTER,
-            "AWS_REGION": REGION,
-            "BATCH_IDLE_DURATION": "200ms",
-            "BATCH_MAX_DURATION": "2s",
-            "METRICS_PORT": str(_free_port()),
-            "HEALTH_PROBE_PORT": str(_free_port()),
-        }
-    )
-    stop = threading.Event()
-    process = ControllerProcess(
-        settings,
-        HttpKube(ClusterConfig(server=apiserver.url)),
-        aws_cloud_factory(settings, endpoint_url=aws_account),
-        stop,
-        LeaderElection(namespace="kube-system", identity="e2e-replica"),
-        host="127.0.0.1",
-    )
-    thread = threading.Thread(target=process.run, daemon=True)
+    _, stop, thread = _start_controller(apiserver, aws_account)
     thread.start()
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=aws_account)
     try:
         store.create(nodeclass_dict())
         store.create(_nodepool())
-        _wait(
-            lambda: is_true(
-                (store.get("EC2NodeClass", "default").get("status") or {}).get("conditions"),
-                "Ready",
-            ),
-            "the EC2NodeClass to resolve",
-        )
+        _wait_nodeclass_ready(store)
         _unschedulable_pod(store)
 
         claim = _wait(
@@ -295,3 +314,55 @@ def _ready(port: int) -> int | None:
         return urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
     except OSError:
         return None
+
+
+def test_insufficient_capacity_on_ec2_reprovisions_from_the_next_pool(
+    aws_account: str, store: MemoryKube, apiserver: KubeHTTPServer
+) -> None:
+    """CreateFleet answers InsufficientInstanceCapacity for every m5.large override: the
+    NodeClaim is deleted and the pod is provisioned from the lower-weight pool's type."""
+    process, stop, thread = _start_controller(apiserver, aws_account)
+    ec2 = process.operator.cloud.clients.ec2
+    zones = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets()["Subnets"]}
+    outage = CapacityOutage(ec2, zones)
+    outage.exhausted = {("m5.large", None, "on-demand")}  # every zone
+    thread.start()
+    try:
+        store.create(nodeclass_dict())
+        store.create(_nodepool("primary", "m5.large", weight=100))
+        store.create(_nodepool("fallback", "m5.xlarge", weight=10))
+        _wait_nodeclass_ready(store)
+        _unschedulable_pod(store)
+
+        claim = _wait(
+            lambda: next(
+                (
+                    c
+                    for c in store.list("NodeClaim").items
+                    if (c.get("status") or {}).get("providerID")
+                ),
+                None,
+            ),
+            "a launched NodeClaim",
+        )
+        assert claim["metadata"]["name"].startswith("fallback-")
+        assert claim["metadata"]["labels"][wk.INSTANCE_TYPE] == "m5.xlarge"
+        failed = [
+            e["involvedObject"]["name"]
+            for e in store.list("Event").items
+            if e["reason"] == "LaunchFailed"
+        ]
+        assert len(failed) == 1 and failed[0].startswith("primary-")
+        assert [c["metadata"]["name"] for c in store.list("NodeClaim").items] == [
+            claim["metadata"]["name"]
+        ]
+        running = [
+            i["InstanceType"]
+            for r in ec2.describe_instances()["Reservations"]
+            for i in r["Instances"]
+            if i["State"]["Name"] in ("pending", "running")
+        ]
+        assert running == ["m5.xlarge"]
+    finally:
+        stop.set()
+        thread.join(timeout=WAIT)

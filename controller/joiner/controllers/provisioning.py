@@ -16,7 +16,6 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import is_true
-from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
@@ -160,8 +159,7 @@ class Provisioner:
 
     def _create_nodeclaim(self, plan: NodeClaimPlan) -> dict[str, Any]:
         pool = self.state.nodepools[plan.nodepool]
-        nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)
-        manifest = nodeclaim_manifest(pool, plan, nodeclass)
+        manifest = nodeclaim_manifest(pool, plan)
         created = self.kube.create(manifest)
         self.metrics.nodeclaims_created.labels(plan.nodepool, "provisioning").inc()
         log.info(
@@ -176,15 +174,11 @@ class Provisioner:
         return created
 
 
-def nodeclaim_manifest(
-    pool: NodePool, plan: NodeClaimPlan, nodeclass: EC2NodeClass | None
-) -> dict[str, Any]:
+def nodeclaim_manifest(pool: NodePool, plan: NodeClaimPlan) -> dict[str, Any]:
     """The NodeClaim for one plan entry: the pool's template plus what the plan decided,
-    stamped with the pool's and node class's hashes for drift detection."""
+    stamped with the pool's hash for drift detection (the cloud provider stamps its node
+    class's hash when it launches)."""
     template = pool.template
-    hashes = {wk.NODEPOOL_HASH: pool.template_hash()}
-    if nodeclass is not None:
-        hashes[wk.EC2NODECLASS_HASH] = nodeclass.static_hash()
     labels = {
         **template.labels,
         **plan.labels,
@@ -211,7 +205,7 @@ def nodeclaim_manifest(
             "labels": labels,
             "annotations": {
                 **template.annotations,
-                wk.NODEPOOL_HASH: pool.metadata.get("annotations", {}).get(wk.NODEPOOL_HASH, ""),
+                wk.NODEPOOL_HASH: pool.template_hash(),
             },
             "finalizers": [wk.TERMINATION_FINALIZER],
             "ownerReferences": [

@@ -18,7 +18,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.cloudprovider.types import CloudProvider, Offering
-from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
+from joiner.sim.scenario import CapacityKey, Scenario, ScenarioError, StaticNode
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,11 @@ class FakeSimCloud:
 def build_cloud(scenario: Scenario, clock: Clock) -> SimCloud:
     if scenario.cloud.provider == "fake":
         return FakeSimCloud(scenario, clock)
-    from joiner.sim.embedded_aws import EmbeddedAWS  # moto loads only when a scenario asks
-
+    try:  # moto loads only when a scenario asks for it
+        from joiner.sim.embedded_aws import EmbeddedAWS
+    except ImportError as err:
+        raise ScenarioError(
+            f"spec.cloud.provider: aws needs the embedded AWS ({err.name} is missing): "
+            "pip install 'joiner[sim]'"
+        ) from None
     return EmbeddedAWS(scenario, clock)

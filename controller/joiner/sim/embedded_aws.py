@@ -189,9 +189,8 @@ class EmbeddedAWS:
                 Name=f"{family}-{variant}-{arch}-{KUBERNETES_VERSION}",
                 Description="EKS optimized (embedded)",
             )["ImageId"]
-            backend = ec2_backends[DEFAULT_ACCOUNT_ID][self.region]
-            backend.amis[image_id].architecture = _EC2_ARCH[arch]  # RegisterImage drops it
-            _put_public_parameter(self.region, parameter, image_id)
+            set_ami_architecture(self.region, image_id, _EC2_ARCH[arch])
+            put_public_parameter(self.region, parameter, image_id)
 
     def _seed_cluster(self, name: str) -> ClusterInfo:
         self._eks.create_cluster(
@@ -216,7 +215,12 @@ def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
-def _put_public_parameter(region: str, name: str, value: str) -> None:
+def set_ami_architecture(region: str, image_id: str, architecture: str) -> None:
+    """moto's RegisterImage drops Architecture; set it on the backend's image."""
+    ec2_backends[DEFAULT_ACCOUNT_ID][region].amis[image_id].architecture = architecture
+
+
+def put_public_parameter(region: str, name: str, value: str) -> None:
     """Write an ``/aws/service/...`` parameter as AWS publishes it (clients may not)."""
     ssm_backends[DEFAULT_ACCOUNT_ID][region]._parameters[name].append(
         Parameter(

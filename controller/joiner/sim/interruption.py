@@ -16,6 +16,7 @@ a shutting-down/terminated instance is gone at once.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -38,12 +39,13 @@ from joiner.infra.events import INTERRUPTION_EVENT_PATTERNS
 from joiner.kube.api import KubeAPI, NotFound
 from joiner.sim.scenario import InterruptStep, Scenario, ScenarioError
 
-SPOT_WARNING_SECONDS = 120.0  # a spot instance is reclaimed this long after its warning
+# Spot and capacity-reservation instances are reclaimed this long after their warning.
+WARNING_SECONDS = 120.0
 ACCOUNT_ID = "123456789012"  # moto's default account
 MAX_ENTRIES_PER_PUT = 10  # PutEvents takes at most 10 entries
 QUEUE_RETENTION_SECONDS = "300"  # as the infrastructure creates the queue [INFRA]
 
-# scenario kind -> (source, detail-type, state for state changes)
+# scenario kind -> (source, detail-type) of the EC2 event
 _EC2_EVENTS: dict[str, tuple[str, str]] = {
     "spot-interruption": (messages.SOURCE_EC2, messages.SPOT_INTERRUPTION_WARNING),
     "rebalance": (messages.SOURCE_EC2, messages.REBALANCE_RECOMMENDATION),
@@ -228,15 +230,18 @@ class Interruptions:
         cls, scenario: Scenario, kube: KubeAPI, clock: Clock, reclaim: Callable[[str], None]
     ) -> Interruptions | None:
         """Only scenarios that interrupt pay for the embedded AWS."""
-        if not any(isinstance(step, InterruptStep) for step in scenario.steps):
+        first = next((s for s in scenario.steps if isinstance(s, InterruptStep)), None)
+        if first is None:
             return None
+        if importlib.util.find_spec("moto") is None:
+            raise ScenarioError(
+                f"spec.steps[{first.index}].interrupt: delivering interruptions needs the "
+                "embedded AWS (moto): pip install 'joiner[sim]'"
+            )
         return cls(scenario.cluster.region, kube, clock, reclaim)
 
-    def deliver(
-        self, step: InterruptStep, schedule: Schedule, wake: Callable[[], None]
-    ) -> list[str]:
-        """Publish the step's events, start EC2's side of them, wake the controller.
-        Returns the interrupted nodes' names."""
+    def deliver(self, step: InterruptStep, schedule: Schedule, wake: Callable[[], None]) -> None:
+        """Publish the step's events, start EC2's side of them, wake the controller."""
         targets = self._targets(step)
         now = self.clock.now()
         for target in targets:
@@ -248,7 +253,6 @@ class Interruptions:
             ]
         )
         wake()
-        return [t.node for t in targets]
 
     def close(self) -> None:
         self.bus.close()
@@ -283,7 +287,7 @@ class Interruptions:
         if kind in ("spot-interruption", "capacity-reservation-interruption"):
             schedule(
                 f"reclaim/{target.instance_id}",
-                SPOT_WARNING_SECONDS,
+                WARNING_SECONDS,
                 lambda: self._instance_gone(target),
             )
         elif kind in ("stopping", "stopped"):
@@ -307,4 +311,4 @@ class Interruptions:
 
 
 def _target(node: str, provider_id: str) -> Target:
-    return Target(node, provider_id, provider_id.rsplit("/", 1)[1])
+    return Target(node, provider_id, interruption.instance_id_of(provider_id) or "")

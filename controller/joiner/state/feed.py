@@ -106,6 +106,8 @@ class ThreadedFeed:
             except Gone:
                 continue  # history compacted: list again
             except Exception as err:  # API errors and transport failures alike: never die
+                if self._stop.is_set():
+                    return  # stopped while the call was failing: nothing to report
                 log.warning("watch %s failed: %s", kind, err)
                 self._stop.wait(RETRY_DELAY)
 

@@ -103,7 +103,6 @@ class Harness:
         batch_max: float = 10.0,
     ) -> None:
         self.clock = FakeClock()
-        self.start = self.clock.now()
         self.kube = MemoryKube(self.clock, garbage_collection="manual")
         self.cloud = FakeCloudProvider(instance_types or catalogue(), self.clock)
         self.operator = Operator(
@@ -140,9 +139,6 @@ class Harness:
             self.settle()
         self.clock.set(end)
         self.settle()
-
-    def elapsed(self) -> float:
-        return self.clock.now() - self.start
 
     # --- setup ----------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 
 from __future__ import annotations
 
-from ctl_harness import ZONE_A, ZONE_B, Harness, pending_pod
+from ctl_harness import ZONE_A, ZONE_B, Harness, nodeclass, nodepool, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
 
@@ -88,7 +88,7 @@ def test_pending_pods_become_one_initialized_nodeclaim():
 def test_startup_taints_hold_initialization_until_removed():
     h = Harness()
     startup = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
-    h.install(*_default_with(startupTaints=[startup]))
+    h.install(nodeclass(), nodepool(startupTaints=[startup]))
     h.create_unschedulable(pending_pod("p0", "1"))
     h.advance(1)
     [claim] = h.nodeclaims()
@@ -155,12 +155,6 @@ def test_pods_arriving_later_fill_the_in_flight_nodeclaim_first():
     assert claims[1]["metadata"]["labels"][wk.INSTANCE_TYPE] == "small"
 
 
-def _default_with(**template_spec: object) -> tuple[dict, dict]:
-    from ctl_harness import nodeclass, nodepool
-
-    return nodeclass(), nodepool(**template_spec)
-
-
 def _startup_histogram(h: Harness) -> tuple[float, float]:
     """(count, sum) of karpenter_pods_startup_duration_seconds."""
     [metric] = h.operator.metrics.pods_startup_duration.collect()
@@ -223,3 +217,24 @@ def test_price_metrics_follow_the_launched_offerings():
     h.advance(60)
     assert h.nodeclaims() == []
     assert metrics.cluster_cost._value.get() == 0.0
+
+
+def test_pods_wait_for_a_ready_node_class_then_provision():
+    h = Harness()
+    h.install(nodeclass("other"), nodepool())  # the pool's class "default" does not exist
+    h.create_unschedulable(pending_pod("p0", "1"))
+    h.advance(2)
+    assert h.nodeclaims() == []
+    [event] = h.kube.list("Event").items
+    assert (event["reason"], event["message"]) == (
+        "FailedScheduling",
+        "Failed to schedule pod, no nodepool: no nodepool can launch nodes",
+    )
+
+    h.install(nodeclass())  # resolved Ready: the pending pod gets another batch
+    h.advance(1)
+    [claim] = h.nodeclaims()
+    assert h.events()[1:] == [
+        ("Pod", "p0", "Nominated"),
+        ("NodeClaim", claim["metadata"]["name"], "Launched"),
+    ]

@@ -7,7 +7,7 @@ docs/aws.md for discovery, AMI selection, pricing and the IAM actions it needs.
 from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
-from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, nodeclass_hash
+from joiner.cloudprovider.aws.nodeclass import NodeClassResolver
 from joiner.cloudprovider.aws.offerings import UnavailableOfferings
 from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
@@ -21,5 +21,4 @@ __all__ = [
     "PricingProvider",
     "UnavailableOfferings",
     "load_price_file",
-    "nodeclass_hash",
 ]

@@ -9,8 +9,6 @@ drift hash (everything but the selector terms, which drift through their results
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -34,16 +32,7 @@ from joiner.cloudprovider.aws.tags import restricted_tag_problems
 log = logging.getLogger(__name__)
 
 HASH_VERSION = "v1"
-_DYNAMIC_FIELDS = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms")
 _PARTS = (api.SUBNETS_READY, api.SECURITY_GROUPS_READY, api.AMIS_READY, api.INSTANCE_PROFILE_READY)
-
-
-def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
-    """Hash of the spec fields whose change means existing nodes are out of date."""
-    spec = nodeclass.to_dict()["spec"]
-    static = {key: value for key, value in spec.items() if key not in _DYNAMIC_FIELDS}
-    canonical = json.dumps(static, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def validate_nodeclass(nodeclass: EC2NodeClass) -> list[str]:

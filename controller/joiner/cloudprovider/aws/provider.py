@@ -45,7 +45,6 @@ from joiner.cloudprovider.aws.nodeclass import (
     HASH_VERSION,
     NodeClassResolver,
     is_ready,
-    nodeclass_hash,
     not_ready_message,
 )
 from joiner.cloudprovider.aws.offerings import (
@@ -399,7 +398,7 @@ class AWSCloudProvider:
         if nodeclass is not None:
             nodeclaim.labels[wk.EC2NODECLASS] = nodeclass.name
             annotations = nodeclaim.metadata.setdefault("annotations", {})
-            annotations.setdefault(wk.EC2NODECLASS_HASH, nodeclass_hash(nodeclass))
+            annotations.setdefault(wk.EC2NODECLASS_HASH, nodeclass.static_hash())
             annotations.setdefault(wk.EC2NODECLASS_HASH_VERSION, HASH_VERSION)
         nodeclaim.status.provider_id = provider_id(zone, instance["InstanceId"])
         nodeclaim.status.image_id = instance.get("ImageId")
@@ -508,7 +507,7 @@ class AWSCloudProvider:
             return None
         annotations = nodeclaim.metadata.get("annotations") or {}
         stamped = annotations.get(wk.EC2NODECLASS_HASH)
-        if stamped is not None and stamped != nodeclass_hash(nodeclass):
+        if stamped is not None and stamped != nodeclass.static_hash():
             return "NodeClassDrift"
         try:
             instance = self.describe_instance(instance_id_of(nodeclaim.status.provider_id))

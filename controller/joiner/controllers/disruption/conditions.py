@@ -88,8 +88,4 @@ class DisruptionConditions:
             it.name for it in self.cloud.get_instance_types(pool)
         }:
             return "InstanceTypeNotFound"
-        nodeclass = self.state.nodeclasses.get(claim.node_class_ref.name)
-        recorded = annotations.get(wk.EC2NODECLASS_HASH)
-        if nodeclass is not None and recorded and recorded != nodeclass.static_hash():
-            return "NodeClassDrifted"
-        return self.cloud.is_drifted(claim)
+        return self.cloud.is_drifted(claim)  # node class drift is the provider's to judge

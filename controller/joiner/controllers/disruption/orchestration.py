@@ -66,8 +66,7 @@ class Orchestrator:
         flight = InFlight(command, self.clock.now())
         for plan in command.replacements:
             pool = self.state.nodepools[plan.nodepool]
-            nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)
-            created = self.kube.create(nodeclaim_manifest(pool, plan, nodeclass))
+            created = self.kube.create(nodeclaim_manifest(pool, plan))
             flight.replacements.append(created["metadata"]["name"])
         self._announce(command)
         self.in_flight.append(flight)

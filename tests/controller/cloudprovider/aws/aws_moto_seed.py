@@ -25,12 +25,11 @@ from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
-from moto.core import DEFAULT_ACCOUNT_ID
+from joiner.sim import embedded_aws
+from joiner.sim.embedded_aws import CapacityOutage
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
-from moto.ec2.models import ec2_backends
 from moto.ec2.responses.spot_instances import SpotInstances
-from moto.ssm.models import Parameter, ssm_backends
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
@@ -166,26 +165,12 @@ def _register_ami(ec2: Any, key: tuple[str, str, str]) -> str:
 
 
 def set_ami_architecture(image_id: str, architecture: str) -> None:
-    """moto's RegisterImage drops Architecture; set it on the backend's image."""
-    ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis[image_id].architecture = architecture
+    embedded_aws.set_ami_architecture(REGION, image_id, architecture)
 
 
 def seed_ssm_parameter(name: str, value: str) -> None:
     """Write a public ``/aws/service/...`` parameter as AWS publishes it."""
-    ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters[name].append(
-        Parameter(
-            account_id=DEFAULT_ACCOUNT_ID,
-            name=name,
-            value=value,
-            parameter_type="String",
-            description=None,
-            allowed_pattern=None,
-            keyid=None,
-            last_modified_date=utcnow(),
-            version=1,
-            data_type="aws:ec2:image",
-        )
-    )
+    embedded_aws.put_public_parameter(REGION, name, value)
 
 
 def seed_spot_prices(monkeypatch: pytest.MonkeyPatch, prices: dict[tuple[str, str], str]) -> None:
@@ -233,67 +218,6 @@ def nodeclass_dict(name: str = "default", **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-class CapacityOutage:
-    """Test hook: CreateFleet answers InsufficientInstanceCapacity for the exhausted
-    (instance type, zone, capacity type) offerings, as AWS does when a pool is dry (moto
-    never does). The exhausted overrides are taken out of the request before moto sees it
-    and reported as per-override errors in the response; when none is left the call is
-    answered without reaching moto."""
-
-    def __init__(self, ec2: Any, subnet_zones: dict[str, str]) -> None:
-        self.exhausted: set[tuple[str, str, str]] = set()
-        self._zones = subnet_zones
-        self._errors: list[dict[str, Any]] = []
-        self._nothing_left = False
-        events = ec2.meta.events
-        events.register("before-parameter-build.ec2.CreateFleet", self._strip)
-        events.register("before-call.ec2.CreateFleet", self._answer_when_empty)
-        events.register("after-call.ec2.CreateFleet", self._report)
-
-    def _strip(self, params: dict[str, Any], **_: Any) -> None:
-        capacity_type = params["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
-        self._errors, kept_configs = [], []
-        for config in params["LaunchTemplateConfigs"]:
-            kept = []
-            for override in config["Overrides"]:
-                key = (override["InstanceType"], self._zones[override["SubnetId"]], capacity_type)
-                if key in self.exhausted:
-                    self._errors.append(
-                        {
-                            "LaunchTemplateAndOverrides": {
-                                "LaunchTemplateSpecification": config[
-                                    "LaunchTemplateSpecification"
-                                ],
-                                "Overrides": override,
-                            },
-                            "Lifecycle": capacity_type,
-                            "ErrorCode": "InsufficientInstanceCapacity",
-                            "ErrorMessage": "We currently do not have sufficient capacity.",
-                        }
-                    )
-                else:
-                    kept.append(override)
-            if kept:
-                kept_configs.append({**config, "Overrides": kept})
-        self._nothing_left = not kept_configs
-        if kept_configs:
-            params["LaunchTemplateConfigs"] = kept_configs
-
-    def _answer_when_empty(self, **_: Any) -> tuple[Any, dict[str, Any]] | None:
-        if not self._nothing_left:
-            return None
-        return _HttpOk(), {"FleetId": "fleet-outage", "Instances": [], "Errors": []}
-
-    def _report(self, parsed: dict[str, Any], **_: Any) -> None:
-        parsed.setdefault("Errors", []).extend(self._errors)
-        self._errors, self._nothing_left = [], False
-
-
-class _HttpOk:
-    status_code = 200
-    headers: dict[str, str] = {}
 
 
 class FleetRecorder:

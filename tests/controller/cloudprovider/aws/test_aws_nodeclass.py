@@ -12,7 +12,7 @@ from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.cluster import ClusterInfo
-from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, is_ready, nodeclass_hash
+from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, is_ready
 
 CLUSTER_INFO = ClusterInfo(**CLUSTER_INFO_KWARGS)
 
@@ -190,6 +190,6 @@ def test_static_hash_ignores_selectors_and_follows_the_rest() -> None:
     base = EC2NodeClass.from_dict(nodeclass_dict())
     moved = EC2NodeClass.from_dict(nodeclass_dict(subnetSelectorTerms=[{"id": "subnet-1"}]))
     tagged = EC2NodeClass.from_dict(nodeclass_dict(tags={"team": "a"}))
-    assert nodeclass_hash(base) == nodeclass_hash(moved)
-    assert nodeclass_hash(base) != nodeclass_hash(tagged)
+    assert base.static_hash() == moved.static_hash()
+    assert base.static_hash() != tagged.static_hash()
     assert DISCOVERY  # the fixture's selector is the discovery tag

@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 from interruption_world import ZONE_A, ZONE_B, World, big_pod, instance_id
 from joiner.api import labels as wk
+from joiner.clock import FakeClock
+from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.controllers.interruption.controller import InterruptionOptions
+from joiner.kube.memory import MemoryKube
+from joiner.operator import Operator
 from joiner.sim.interruption import InterruptionBus, event_entry
 
 DRAINING_KINDS = [
@@ -202,3 +206,10 @@ def test_many_messages_at_once_are_all_handled(bus: InterruptionBus) -> None:
     )
     assert world.queue_depth() == 0
     assert world.operator.manager.error_count == 0
+
+
+def test_without_a_queue_there_is_no_interruption_controller() -> None:
+    clock = FakeClock()
+    cloud = FakeCloudProvider([], clock)
+    operator = Operator(MemoryKube(clock), cloud, clock, cloud.resolve_nodeclass)
+    assert operator.interruption is None

@@ -121,3 +121,18 @@ def test_the_production_feed_long_polls_the_queue_by_name(
     receiver.stop()
     assert claim["metadata"]["name"] not in world.claim_names()
     assert world.queue_depth() == 0
+
+
+def test_a_replica_that_does_not_lead_leaves_the_messages_on_the_queue(
+    bus: InterruptionBus,
+) -> None:
+    receiver = BackgroundReceiver(bus.queue, wait_seconds=1, active=lambda: False)
+    receiver.start()
+    bus.sqs.send_message(QueueUrl=bus.queue_url, MessageBody="for the leader")
+    threading.Event().wait(1.5)  # a receiving replica would have had it by now
+    receiver.stop()
+    assert receiver.take() == []
+    attributes = bus.sqs.get_queue_attributes(
+        QueueUrl=bus.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "1"

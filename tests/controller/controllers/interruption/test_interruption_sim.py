@@ -4,6 +4,7 @@ goes through the embedded EventBridge rule and SQS queue to the real controller.
 from __future__ import annotations
 
 import copy
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,80 @@ def test_the_spot_interruption_example() -> None:
     interrupted = [c for c in result.nodeclaims if c.disruption_reason == "Interrupted"]
     assert len(interrupted) == 100
     assert reasons(result).count("SpotInterrupted") == 100
+
+
+AWS_SCENARIO = """
+apiVersion: joiner.sim/v1
+kind: Scenario
+metadata: {name: aws-interrupt}
+spec:
+  cluster: {name: demo, region: us-east-1, zones: [us-east-1a, us-east-1b]}
+  cloud: {provider: aws}
+  objects:
+    - apiVersion: karpenter.k8s.aws/v1
+      kind: EC2NodeClass
+      metadata: {name: default}
+      spec:
+        role: KarpenterNodeRole-demo
+        amiSelectorTerms: [{alias: al2023@latest}]
+        subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+        securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+    - apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: {name: default}
+      spec:
+        template:
+          spec:
+            nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+            requirements:
+              - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+              - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.xlarge]}
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: app, namespace: default}
+      spec:
+        replicas: 1
+        selector: {matchLabels: {app: app}}
+        template:
+          metadata: {labels: {app: app}}
+          spec:
+            containers: [{name: a, image: a, resources: {requests: {cpu: "3"}}}]
+  steps:
+    - settle: 5m
+    - interrupt: {nodeSelector: {karpenter.sh/capacity-type: spot}, kind: spot-interruption}
+    - settle: 10m
+"""
+
+
+def test_with_the_aws_provider_the_replacement_avoids_the_interrupted_offering() -> None:
+    """The real AWS provider code on the embedded AWS: the warning marks the offering in
+    its unavailable-offerings cache, so the replacement goes to the other zone."""
+    result = Simulation(load_scenario(AWS_SCENARIO)).run()
+    at = interrupted_at(result)
+    (first,) = [c for c in result.nodeclaims if c.created_at < at]
+    (replacement,) = [c for c in result.nodeclaims if c.created_at >= at]
+    assert (first.zone, first.disruption_reason) == ("us-east-1a", "Interrupted")
+    assert (replacement.instance_type, replacement.zone, replacement.capacity_type) == (
+        "c5.xlarge",
+        "us-east-1b",
+        "spot",
+    )
+    assert result.final.pending_pods == []
+
+
+def test_without_moto_an_interrupt_step_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "moto" else find_spec(name, *args),
+    )
+    doc = copy.deepcopy(BASE)
+    doc["spec"]["steps"] = [
+        {"settle": "1m"},
+        {"interrupt": {"node": "x", "kind": "rebalance"}},
+    ]
+    with pytest.raises(ScenarioError, match=r"spec\.steps\[1\]\.interrupt: .*joiner\[sim\]"):
+        Simulation(load_scenario(yaml.safe_dump(doc)))
