@@ -34,6 +34,10 @@ from joiner.kube.api import KubeAPI
 from joiner.metrics import Metrics
 from joiner.state.cluster import WATCHED_KINDS, ClusterState
 
+# NodePool status sums over all of a pool's nodes: coalesce the NodeClaim changes of a
+# burst (hundreds in one second) into one recount.
+NODEPOOL_STATUS_DELAY = 1.0
+
 
 @dataclass(frozen=True)
 class OperatorOptions:
@@ -172,8 +176,8 @@ class Operator:
     def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
         pool = (obj["metadata"].get("labels") or {}).get(wk.NODEPOOL)
-        if pool:
-            self.manager.enqueue(self.nodepool_status.name, pool)
+        if pool:  # one status write per pool and second, not one per NodeClaim change
+            self.manager.enqueue(self.nodepool_status.name, pool, NODEPOOL_STATUS_DELAY)
         if event_type == "DELETED":
             self._reprovision()
             return

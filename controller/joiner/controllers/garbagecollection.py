@@ -1,7 +1,8 @@
 """Garbage collection [SPEC 6.3]: NodeClaims whose instance vanished are deleted;
-instances tagged for the cluster with no NodeClaim are terminated once they are
-older than ``ORPHAN_GRACE`` (a launch in progress has not written its NodeClaim
-status yet)."""
+instances tagged for the cluster with no NodeClaim are terminated once this
+controller has seen them for ``ORPHAN_GRACE`` (a launch in progress has not written
+its NodeClaim status yet). Age is measured on the injected clock from first sight,
+not from the instance's launch time, which comes from another clock."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import contextlib
 import logging
 
 from joiner.api import nodeclaim as nc
-from joiner.clock import Clock, from_rfc3339
+from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
 from joiner.controllers.runtime import Result
 from joiner.kube.api import KubeAPI, NotFound
@@ -29,6 +30,7 @@ class GarbageCollection:
         self, kube: KubeAPI, state: ClusterState, cloud: CloudProvider, clock: Clock
     ) -> None:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+        self._first_seen: dict[str, float] = {}  # provider id of an unclaimed instance
 
     def reconcile(self, key: str) -> Result:
         instances = self.cloud.list()
@@ -51,12 +53,13 @@ class GarbageCollection:
     def _terminate_orphans(self, instances: list) -> None:
         known = {c.status.provider_id for c in self.state.nodeclaims.values()}
         now = self.clock.now()
-        for instance in instances:
-            if instance.status.provider_id in known:
+        unclaimed = {
+            i.status.provider_id: i for i in instances if i.status.provider_id not in known
+        }
+        self._first_seen = {pid: self._first_seen.get(pid, now) for pid in unclaimed}
+        for provider_id, instance in unclaimed.items():
+            if now - self._first_seen[provider_id] < ORPHAN_GRACE:
                 continue
-            created = instance.metadata.get("creationTimestamp")
-            if created and now - from_rfc3339(created) < ORPHAN_GRACE:
-                continue
-            log.info("terminating orphaned instance %s", instance.status.provider_id)
+            log.info("terminating orphaned instance %s", provider_id)
             with contextlib.suppress(NodeClaimNotFoundError):
                 self.cloud.delete(instance)

@@ -142,7 +142,6 @@ class AWSCloudProvider:
         self.reserved_enis = reserved_enis
         self._types_cache: dict[tuple, list[InstanceType]] = {}
         self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
-        self._first_seen: dict[str, float] = {}
 
     # --- instance types ----------------------------------------------------------
 
@@ -301,7 +300,6 @@ class AWSCloudProvider:
             raise CloudProviderError(
                 f"CreateFleet launched nothing for {nodeclaim.name}: {summary}"
             )
-        self._first_seen[result.instance_id] = self.clock.now()
         return result
 
     def _overrides(
@@ -531,21 +529,6 @@ class AWSCloudProvider:
         self.unavailable.mark_unavailable(instance_type, zone, capacity_type)
 
     # --- garbage collection and class cleanup ------------------------------------
-
-    def garbage_collect(self, known_provider_ids: set[str]) -> list[str]:
-        """Terminate cluster instances no NodeClaim knows about, once seen for 30s of the
-        injected clock (so a launch racing its NodeClaim's creation survives). Returns the
-        terminated provider ids."""
-        now = self.clock.now()
-        doomed = []
-        for instance in self._cluster_instances():
-            pid = provider_id(instance["Placement"]["AvailabilityZone"], instance["InstanceId"])
-            first_seen = self._first_seen.setdefault(instance["InstanceId"], now)
-            if pid not in known_provider_ids and now - first_seen >= GC_MIN_AGE_SECONDS:
-                doomed.append((pid, instance["InstanceId"]))
-        if doomed:
-            self.clients.ec2.terminate_instances(InstanceIds=[i for _, i in doomed])
-        return [pid for pid, _ in doomed]
 
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
         """The class's status with conditions (see NodeClassResolver)."""
