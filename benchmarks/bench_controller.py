@@ -1,14 +1,14 @@
 """Controller benchmark: a 1,000-pod burst to NodeClaims, and resident memory at scale.
 
-Burst: the operator (memory adapter, fake cloud with Karpenter's 400 synthetic types, of
-which the NodePool allows those up to 16 vCPU; virtual clock) receives 1,000 pods
-kube-scheduler marked Unschedulable (CPU from {100, 250, 500, 1000, 1500}m, memory from
-{100 .. 4096}Mi, seed 42). The figure is the compute time from the first watch event to
-every NodeClaim created and launched: pumping the events into the cluster state, the
-scheduling pass, creating the NodeClaims and Events, launching (the in-process API
-server's share of those writes included). The batch window itself is virtual time and
-is jumped over. Target: < 2 s. Every pod must be nominated, the NodeClaims' requests
-must cover them and every NodeClaim must be launched.
+Burst: the operator (memory adapter, fake cloud with Karpenter's 400 synthetic types,
+of which the NodePool allows those up to 16 vCPU, then up to 4; virtual clock) receives
+1,000 pods kube-scheduler marked Unschedulable (CPU from {100, 250, 500, 1000, 1500}m,
+memory from {100 .. 4096}Mi, seed 42). The figure is the compute time from the first
+watch event to every NodeClaim created and launched: pumping the events into the
+cluster state, the scheduling pass, creating the NodeClaims and Events, launching (the
+in-process API server's share of those writes included). The batch window itself is
+virtual time and is jumped over. Target: < 2 s for each catalogue. Every pod must be
+nominated, the NodeClaims' requests must cover them and every NodeClaim must be launched.
 
 Memory: a fresh process holds a cluster state of 1,000 Nodes with their NodeClaims and
 10,000 pods bound to them (objects shaped as the API server sends them), builds the
@@ -43,6 +43,7 @@ MEMORIES = ("100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi")
 BURST_PODS, QUICK_BURST_PODS = 1000, 200
 STATE_PODS, STATE_NODES = 10_000, 1_000
 QUICK_STATE_PODS, QUICK_STATE_NODES = 1_000, 100
+BURST_MAX_CPUS = (16, 4)  # two catalogues: dozens of NodeClaims, then about two hundred
 BURST_TARGET_SECONDS = 2.0
 RSS_TARGET_MB = 250.0
 MAX_STEPS = 100
@@ -193,7 +194,7 @@ def _nodeclass() -> dict[str, Any]:
     }
 
 
-def _nodepool() -> dict[str, Any]:
+def _nodepool(max_cpu: int) -> dict[str, Any]:
     return {
         "apiVersion": wk.API_VERSION,
         "kind": "NodePool",
@@ -208,8 +209,8 @@ def _nodepool() -> dict[str, Any]:
                     },
                     "requirements": [
                         {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-                        # Up to 16 vCPU, so a burst needs dozens of NodeClaims, not two.
-                        {"key": wk.INSTANCE_CPU, "operator": "Lt", "values": ["17"]},
+                        # Small types, so a burst needs dozens of NodeClaims, not two.
+                        {"key": wk.INSTANCE_CPU, "operator": "Lt", "values": [str(max_cpu + 1)]},
                     ],
                 }
             }
@@ -247,11 +248,12 @@ class _Stand:
             self.clock.set(due)
 
 
-def run_burst(count: int) -> tuple[float, float, int, list[str]]:
-    """(total compute seconds, scheduling seconds, NodeClaims, failures)."""
+def run_burst(count: int, max_cpu: int) -> tuple[float, float, int, list[str]]:
+    """(total compute seconds, scheduling seconds, NodeClaims, failures) with instance
+    types of up to ``max_cpu`` vCPU."""
     stand = _Stand()
     stand.kube.create(_nodeclass())
-    stand.kube.create(_nodepool())
+    stand.kube.create(_nodepool(max_cpu))
     stand.settle()
     rng = random.Random(42)
     pods = [_pod(i, rng) for i in range(count)]
@@ -323,7 +325,7 @@ def _hold_state(pods: int, nodes: int, out: Any) -> None:
     cloud = FakeCloudProvider(benchmark_instance_types(400), clock)
     operator = Operator(kube, cloud, clock, cloud.resolve_nodeclass)
     operator.handle("EC2NodeClass", "ADDED", _nodeclass())
-    operator.handle("NodePool", "ADDED", _nodepool())
+    operator.handle("NodePool", "ADDED", _nodepool(BURST_MAX_CPUS[0]))
     for index in range(nodes):
         claim, node = _nodeclaim_and_node(index)
         operator.handle("NodeClaim", "ADDED", claim)
@@ -356,13 +358,19 @@ def main() -> int:
     pods, nodes = (QUICK_STATE_PODS, QUICK_STATE_NODES) if quick else (STATE_PODS, STATE_NODES)
     failures: list[str] = []
 
-    compute, scheduling, claims, burst_failures = run_burst(burst)
-    failures += burst_failures
-    print(
-        f"burst: {burst} pending pods -> {claims} NodeClaims created and launched in "
-        f"{compute:.2f} s of compute (scheduling pass {scheduling:.2f} s; "
-        f"target < {BURST_TARGET_SECONDS:g} s)"
-    )
+    for max_cpu in BURST_MAX_CPUS:
+        compute, scheduling, claims, burst_failures = run_burst(burst, max_cpu)
+        failures += burst_failures
+        print(
+            f"burst (types <= {max_cpu} vCPU): {burst} pending pods -> {claims} NodeClaims "
+            f"created and launched in {compute:.2f} s of compute (scheduling pass "
+            f"{scheduling:.2f} s; target < {BURST_TARGET_SECONDS:g} s)"
+        )
+        if not quick and compute >= BURST_TARGET_SECONDS:
+            failures.append(
+                f"burst with types <= {max_cpu} vCPU took {compute:.2f} s "
+                f"(target < {BURST_TARGET_SECONDS:g} s)"
+            )
     baseline, loaded, snapshot_nodes, bound = measure_state_memory(pods, nodes)
     print(
         f"memory: {pods} pods on {nodes} nodes in state -> RSS {loaded:.0f} MB "
@@ -370,11 +378,8 @@ def main() -> int:
     )
     if snapshot_nodes != nodes or bound != pods:
         failures.append(f"snapshot holds {snapshot_nodes} nodes and {bound} pods")
-    if not quick:
-        if compute >= BURST_TARGET_SECONDS:
-            failures.append(f"burst took {compute:.2f} s (target < {BURST_TARGET_SECONDS:g} s)")
-        if loaded >= RSS_TARGET_MB:
-            failures.append(f"RSS {loaded:.0f} MB (target < {RSS_TARGET_MB:g} MB)")
+    if not quick and loaded >= RSS_TARGET_MB:
+        failures.append(f"RSS {loaded:.0f} MB (target < {RSS_TARGET_MB:g} MB)")
     for failure in failures:
         print(f"FAIL: {failure}")
     return 1 if failures else 0

@@ -528,9 +528,7 @@ def report(
         )
 
 
-def failures(
-    quality: Quality, wall: float, provider: str, judge_speed: bool
-) -> list[str]:
+def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) -> list[str]:
     found = []
     if judge_speed and wall > SPEED_TARGETS[provider]:
         found.append(f"wall time {wall:.1f} s > {SPEED_TARGETS[provider]:g} s")
@@ -544,8 +542,7 @@ def failures(
         found.append("pods still pending at the end of a hold")
     if quality.steady_disruptions_per_pod_hour > DISRUPTIONS_PER_POD_HOUR_TARGET:
         found.append(
-            f"{quality.steady_disruptions_per_pod_hour:.2f} disruptions per pod-hour in steady "
-            "load"
+            f"{quality.steady_disruptions_per_pod_hour:.2f} disruptions per pod-hour in steady load"
         )
     if quality.same_type_replacements:
         found.append(f"{len(quality.same_type_replacements)} same-type replacements")

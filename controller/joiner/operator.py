@@ -45,6 +45,7 @@ class OperatorOptions:
     batch_max: float = 10.0
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
+    replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
 
 
 def validate_nothing(obj: dict) -> list:
@@ -79,7 +80,9 @@ class Operator:
         self.termination = Termination(*shared)
         self.node_finalizer = NodeFinalizer(kube, self.state)
         self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
-        self.nodeclass_status = NodeClassStatus(kube, resolve_nodeclass)
+        self.nodeclass_status = NodeClassStatus(
+            kube, self.state, resolve_nodeclass, cloud.finalize_nodeclass
+        )
         self.gc = GarbageCollection(kube, self.state, cloud, clock)
         self.pod_startup = PodStartupMetrics(clock, self.metrics)
         self.cost_metrics = CostMetrics(self.state, cloud, self.metrics)
@@ -113,9 +116,11 @@ class Operator:
         self.manager.register(self.disruption, initial_keys=[disruption.KEY])
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
-            self._register_interruption(interruption_feed)
+            self._register_interruption(interruption_feed, options.replace_on_rebalance)
 
-    def _register_interruption(self, feed: interruption.InterruptionFeed) -> None:
+    def _register_interruption(
+        self, feed: interruption.InterruptionFeed, replace_on_rebalance: bool
+    ) -> None:
         self.interruption = interruption.Interruption(
             self.kube,
             self.state,
@@ -125,7 +130,9 @@ class Operator:
             feed.receiver,
             feed.queue,
             self.cloud,
-            feed.options,
+            interruption.InterruptionOptions(
+                feed.poll_interval, feed.workers, replace_on_rebalance
+            ),
         )
         self.manager.register(self.interruption, initial_keys=[interruption.KEY])
         if feed.ec2 is not None:

@@ -64,6 +64,13 @@ SETTINGS: tuple[Setting, ...] = (
         "interruption handling.",
     ),
     Setting(
+        "INTERRUPTION_REPLACE_ON_REBALANCE",
+        "bool",
+        "false",
+        "Drain and replace a spot node on its rebalance recommendation instead of only "
+        "recording an event.",
+    ),
+    Setting(
         "BATCH_IDLE_DURATION",
         "duration",
         "1s",
@@ -217,6 +224,7 @@ class Settings:
     cluster_endpoint: str
     aws_region: str
     interruption_queue: str
+    interruption_replace_on_rebalance: bool
     batch_idle_duration: float
     batch_max_duration: float
     vm_memory_overhead_percent: float

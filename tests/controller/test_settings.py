@@ -16,6 +16,7 @@ def test_defaults() -> None:
         cluster_endpoint="",
         aws_region="",
         interruption_queue="",
+        interruption_replace_on_rebalance=False,
         batch_idle_duration=1.0,
         batch_max_duration=10.0,
         vm_memory_overhead_percent=0.075,

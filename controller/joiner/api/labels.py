@@ -128,6 +128,7 @@ CLUSTER_TAG_PREFIX = "kubernetes.io/cluster"
 
 # Finalizers
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+NODECLASS_FINALIZER = "karpenter.k8s.aws/termination"
 
 # Instance-type name -> labels, as the AWS provider derives them: category is the leading
 # letters, generation the digits after them (skipping a "-<N>tb" memory tag, so u-6tb1 is

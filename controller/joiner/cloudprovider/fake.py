@@ -180,6 +180,9 @@ class FakeCloudProvider:
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         return self.drifted.get(nodeclaim.status.provider_id or "")
 
+    def finalize_nodeclass(self, nodeclass: EC2NodeClass) -> None:
+        """The fake cloud creates nothing per node class."""
+
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
         """Every node class is Ready here: the fake cloud has no subnets or AMIs to find."""
         status: dict[str, Any] = {"conditions": []}

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
+from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
@@ -130,6 +131,15 @@ class CloudProvider(Protocol):
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """A drift reason (e.g. ``AMIDrift``), or None."""
+        ...
+
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        """The node class's status (what its selectors found) with its conditions."""
+        ...
+
+    def finalize_nodeclass(self, nodeclass: EC2NodeClass) -> None:
+        """Remove what the provider created for a node class that is being deleted
+        (launch templates, instance profiles), once no NodeClaim uses it."""
         ...
 
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:

@@ -29,6 +29,7 @@ from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
+from joiner.sim.podindex import PodIndex
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -70,8 +71,9 @@ class World:
     ) -> None:
         self.kube, self.cloud, self.observer = kube, cloud, observer
         self.manager = Manager(clock, pump=self.pump)
-        self.workloads = Workloads(kube)
-        self.scheduler = KubeScheduler(kube)
+        self.pods = PodIndex()  # fed below, before anything that reads it runs
+        self.workloads = Workloads(kube, self.pods)
+        self.scheduler = KubeScheduler(kube, self.pods)
         self.kubelet = Kubelet(
             kube,
             clock,
@@ -97,6 +99,7 @@ class World:
             self.manager.enqueue(Workloads.name, _workload_key(obj))
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        self.pods.apply(event_type, pod)
         self.observer.on_pod(event_type, pod)
         for owner in pod["metadata"].get("ownerReferences") or ():
             if owner.get("kind") in WORKLOAD_KINDS:
@@ -167,6 +170,7 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
         batch_idle=settings.batch_idle_duration,
         batch_max=settings.batch_max_duration,
         spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
+        replace_on_rebalance=settings.interruption_replace_on_rebalance,
     )
 
 
@@ -312,8 +316,7 @@ class Simulation:
         drained or deleted."""
         if self.operator.disruption.busy:
             return False
-        snapshot_pods = self.kube.list("Pod").items
-        if any(kubescheduler.is_pending(p) for p in snapshot_pods):
+        if self.observer.pending_count():
             return False
         for claim in self.operator.state.nodeclaims.values():
             if claim.metadata.get("deletionTimestamp") or not claim.condition_true("Initialized"):

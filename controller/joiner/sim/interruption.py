@@ -222,7 +222,8 @@ class Interruptions:
         self.feed = interruption.InterruptionFeed(
             self.bus.queue,
             InlineReceiver(self.bus.queue),
-            options=interruption.InterruptionOptions(poll_interval=None, workers=1),
+            poll_interval=None,  # woken right after each delivery
+            workers=1,  # one thread: the memory adapter and the run stay deterministic
         )
 
     @classmethod

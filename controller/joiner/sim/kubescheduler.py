@@ -9,6 +9,7 @@ only, so "fits" means the same thing to both.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 from joiner.api import resources as res
@@ -17,6 +18,7 @@ from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, VolumeCatalog, pod_key
 from joiner.scheduling.solver import solve
+from joiner.sim.podindex import PodIndex
 
 KEY = "schedule"
 
@@ -48,11 +50,11 @@ def effective_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
 class KubeScheduler:
     name = "sim.kube-scheduler"
 
-    def __init__(self, kube: KubeAPI) -> None:
-        self.kube = kube
+    def __init__(self, kube: KubeAPI, pods: PodIndex) -> None:
+        self.kube, self.pods = kube, pods
 
     def reconcile(self, key: str) -> Result:
-        pods = self.kube.list("Pod").items
+        pods = self.pods.all()
         pending = [p for p in pods if is_pending(p)]
         if not pending:
             return DONE
@@ -108,6 +110,7 @@ class KubeScheduler:
         conditions = (pod.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions):
             return  # already marked: rewriting would only re-trigger the provisioner
+        pod = copy.deepcopy(pod)  # the index's object is shared
         pod.setdefault("status", {})["conditions"] = [
             *(c for c in conditions if c.get("type") != "PodScheduled"),
             {

@@ -16,8 +16,9 @@ from typing import Any
 from joiner.api.requirements import Requirements
 from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import AlreadyExists, KubeAPI, NotFound
-from joiner.kube.selectors import label_selector_to_string
+from joiner.kube.selectors import selector_from_label_selector
 from joiner.scheduling.taints import untolerated
+from joiner.sim.podindex import PodIndex
 
 # A pod template annotation: how long a Job's pod runs before it succeeds.
 RUN_DURATION_ANNOTATION = "sim.joiner.dev/run-duration"
@@ -71,8 +72,8 @@ class Workloads:
 
     name = "sim.workloads"
 
-    def __init__(self, kube: KubeAPI) -> None:
-        self.kube = kube
+    def __init__(self, kube: KubeAPI, pods: PodIndex) -> None:
+        self.kube, self.pods = kube, pods
 
     def reconcile(self, key: str) -> Result:
         kind, namespace, name = key.split("/", 2)
@@ -86,13 +87,16 @@ class Workloads:
         return DONE
 
     def _pods_of(self, owner: dict[str, Any]) -> list[dict[str, Any]]:
+        """The owner's pods in its namespace that its selector matches (read-only)."""
         selector = (owner.get("spec") or {}).get("selector")
-        pods = self.kube.list(
-            "Pod",
-            owner["metadata"].get("namespace") or "default",
-            label_selector=label_selector_to_string(selector) if selector else None,
-        ).items
-        return [p for p in pods if _owned_by(p, owner)]
+        matches = selector_from_label_selector(selector).matches if selector else None
+        namespace = owner["metadata"].get("namespace") or "default"
+        return [
+            p
+            for p in self.pods.owned_by(owner["metadata"]["uid"])
+            if p["metadata"].get("namespace") == namespace
+            and (matches is None or matches(p["metadata"].get("labels") or {}))
+        ]
 
     # --- Deployment: one ReplicaSet per template, the old ones scaled to zero --------
 

@@ -38,6 +38,7 @@ from joiner.cloudprovider.aws.instancetypes import (
 )
 from joiner.cloudprovider.aws.launchtemplates import (
     NOT_FOUND_CODES,
+    UNUSED_TTL_SECONDS,
     LaunchTemplateProvider,
     build_launch_template,
 )
@@ -141,6 +142,7 @@ class AWSCloudProvider:
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
         self.reserved_enis = reserved_enis
         self._types_cache: dict[tuple, list[InstanceType]] = {}
+        self._last_sweep = clock.now()
         self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
 
     # --- instance types ----------------------------------------------------------
@@ -222,7 +224,20 @@ class AWSCloudProvider:
                 f"no {capacity_type} offering for {nodeclaim.name} has a subnet and an AMI"
             )
         result = self._launch(nodeclaim, nodeclass, capacity_type, candidates)
+        self._sweep_launch_templates()
         return self._launched(nodeclaim, nodeclass, result, capacity_type, candidates)
+
+    def _sweep_launch_templates(self) -> None:
+        """Templates unused for an hour go; looked for at most once an hour, after a launch
+        (the only moment templates are made or used)."""
+        now = self.clock.now()
+        if now - self._last_sweep < UNUSED_TTL_SECONDS:
+            return
+        self._last_sweep = now
+        try:
+            self.launch_templates.delete_unused()
+        except (BotoCoreError, ClientError) as error:
+            log.warning("deleting unused launch templates failed: %s", error)
 
     def _ready_nodeclass(self, nodeclaim: NodeClaim) -> EC2NodeClass:
         name = nodeclaim.node_class_ref.name

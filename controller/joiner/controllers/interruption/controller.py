@@ -70,7 +70,9 @@ class InterruptionFeed:
     queue: MessageQueue
     receiver: Receiver
     ec2: Any | None = None
-    options: InterruptionOptions = InterruptionOptions()
+    # Seconds between two looks at the receiver; None: only when woken.
+    poll_interval: float | None = 1.0
+    workers: int = 10  # messages handled in parallel
 
 
 def instance_id_of(provider_id: str | None) -> str | None:

@@ -11,7 +11,7 @@ from joiner.api.validation import validate_object
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
-from joiner.controllers.interruption.controller import InterruptionFeed, InterruptionOptions
+from joiner.controllers.interruption.controller import InterruptionFeed
 from joiner.controllers.interruption.queue import InlineReceiver
 from joiner.kube.memory import MemoryKube
 from joiner.operator import Operator, OperatorOptions
@@ -90,7 +90,7 @@ class World:
     def __init__(
         self,
         bus: InterruptionBus,
-        options: InterruptionOptions | None = None,
+        replace_on_rebalance: bool = False,
         feed: InterruptionFeed | None = None,
     ) -> None:
         self.bus = bus
@@ -100,14 +100,15 @@ class World:
         feed = feed or InterruptionFeed(
             bus.queue,
             InlineReceiver(bus.queue),
-            options=options or InterruptionOptions(poll_interval=1.0, workers=4),
+            poll_interval=1.0,
+            workers=4,
         )
         self.operator = Operator(
             self.kube,
             self.cloud,
             self.clock,
             self.cloud.resolve_nodeclass,
-            OperatorOptions(),
+            OperatorOptions(replace_on_rebalance=replace_on_rebalance),
             validate=validate_object,
             interruption_feed=feed,
         )

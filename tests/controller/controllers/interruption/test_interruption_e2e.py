@@ -9,7 +9,6 @@ from interruption_world import ZONE_A, ZONE_B, World, big_pod, instance_id
 from joiner.api import labels as wk
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider
-from joiner.controllers.interruption.controller import InterruptionOptions
 from joiner.kube.memory import MemoryKube
 from joiner.operator import Operator
 from joiner.sim.interruption import InterruptionBus, event_entry
@@ -116,7 +115,7 @@ def test_a_rebalance_recommendation_is_an_event_only(bus: InterruptionBus) -> No
 
 
 def test_a_rebalance_recommendation_replaces_the_node_when_asked_to(bus: InterruptionBus) -> None:
-    world = World(bus, InterruptionOptions(poll_interval=1.0, replace_on_rebalance=True))
+    world = World(bus, replace_on_rebalance=True)
     first, second = world.launch(2)
     world.publish("rebalance", first)
     world.advance(1)

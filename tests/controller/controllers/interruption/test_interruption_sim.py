@@ -103,6 +103,11 @@ BASE: dict[str, Any] = {
 def run(kind: str, extra_objects: tuple[dict[str, Any], ...] = ()) -> SimulationResult:
     doc = copy.deepcopy(BASE)
     doc["spec"]["objects"].extend(extra_objects)
+    return run_doc(doc, kind)
+
+
+def run_doc(doc: dict[str, Any], kind: str) -> SimulationResult:
+    """Settle, interrupt the first spot node with ``kind``, settle again."""
     doc["spec"]["steps"] = [
         {"settle": "5m"},
         {
@@ -271,3 +276,14 @@ def test_without_moto_an_interrupt_step_says_what_to_install(
     ]
     with pytest.raises(ScenarioError, match=r"spec\.steps\[1\]\.interrupt: .*joiner\[sim\]"):
         Simulation(load_scenario(yaml.safe_dump(doc)))
+
+
+def test_the_rebalance_setting_replaces_the_node_in_a_scenario() -> None:
+    doc = copy.deepcopy(BASE)
+    doc["spec"]["settings"] = {"INTERRUPTION_REPLACE_ON_REBALANCE": "true"}
+    result = run_doc(doc, "rebalance")
+    at = interrupted_at(result)
+    first = sorted((c for c in result.nodeclaims if c.created_at < at), key=lambda c: c.name)[0]
+    assert first.disruption_reason == "Interrupted"
+    assert reasons(result).count("SpotRebalanceRecommendation") == 1
+    assert len([c for c in result.nodeclaims if c.deleted_at is None]) == 2

@@ -1,0 +1,66 @@
+"""An EC2NodeClass is removed only when no NodeClaim uses it, and then the provider
+cleans up what it created for it (no orphaned launch templates or profiles)."""
+
+from __future__ import annotations
+
+import pytest
+from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.clock import FakeClock
+from joiner.cloudprovider.fake import FakeCloudProvider
+from joiner.controllers.nodeclass import TERMINATION_POLL, NodeClassStatus
+from joiner.kube.api import NotFound
+from joiner.kube.memory import MemoryKube
+from joiner.state.cluster import ClusterState
+
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "default"},
+    "spec": {
+        "role": "NodeRole",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+    },
+}
+CLAIM = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodeClaim",
+    "metadata": {"name": "default-abc", "labels": {"karpenter.sh/nodepool": "default"}},
+    "spec": {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+        ],
+        "resources": {"requests": {"cpu": "1"}},
+    },
+}
+
+
+def test_a_deleted_class_waits_for_its_nodeclaims_then_the_provider_cleans_up():
+    clock = FakeClock(0)
+    kube = MemoryKube(clock)
+    state = ClusterState(clock)
+    finalized: list[str] = []
+    controller = NodeClassStatus(
+        kube, state, lambda nc: {"conditions": []}, lambda nc: finalized.append(nc.name)
+    )
+    kube.create(NODECLASS)
+    controller.reconcile("default")
+    assert kube.get("EC2NodeClass", "default")["metadata"]["finalizers"] == [
+        "karpenter.k8s.aws/termination"
+    ]
+    state.apply("ADDED", kube.create(CLAIM))
+    kube.delete("EC2NodeClass", "default")
+    assert controller.reconcile("default").requeue_after == TERMINATION_POLL
+    assert finalized == []
+    assert kube.get("EC2NodeClass", "default")["metadata"]["deletionTimestamp"]
+    state.apply("DELETED", kube.delete("NodeClaim", "default-abc"))
+    assert controller.reconcile("default").requeue_after is None
+    assert finalized == ["default"]
+    with pytest.raises(NotFound):
+        kube.get("EC2NodeClass", "default")
+
+
+def test_the_fake_cloud_has_nothing_to_clean_up():
+    assert FakeCloudProvider([]).finalize_nodeclass(EC2NodeClass.from_dict(NODECLASS)) is None
