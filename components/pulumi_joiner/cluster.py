@@ -3,6 +3,7 @@ on-demand system node group for the controller, then the Autoscaler)."""
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Required, TypedDict
 
@@ -28,6 +29,8 @@ DEFAULT_VPC_CIDR = "10.0.0.0/16"
 MAX_ZONES = 3
 SYSTEM_NODE_LABEL = "joiner.sh/system-node"
 CRITICAL_ADDONS_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
+# What EKS accepts as an encryption provider: a KMS key or alias ARN.
+KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)/\S+$")
 # Autoscaler arguments the Cluster passes through unchanged.
 AUTOSCALER_PASSTHROUGH = (
     *CONTROLLER_PASSTHROUGH,
@@ -73,7 +76,16 @@ class ClusterArgs(TypedDict, total=False):
     system_node_count: int
     """Nodes in the system node group (default 2: one per controller replica)."""
     endpoint_public_access: bool
-    """Expose the API server endpoint publicly (default true)."""
+    """Keep the public API server endpoint (default true; it then needs public_access_cidrs).
+    False leaves only the private endpoint: Pulumi and kubectl must run inside the VPC."""
+    public_access_cidrs: Sequence[pulumi.Input[str]]
+    """IPv4 CIDR blocks allowed to reach the public endpoint, e.g. ["203.0.113.7/32"] (your
+    address: curl -s https://checkip.amazonaws.com); required while the endpoint is public."""
+    secrets_encryption_key_arn: pulumi.Input[str]
+    """KMS key (or alias) ARN to envelope-encrypt Kubernetes secrets with; no key is created."""
+    create_secrets_encryption_key: bool
+    """Create a KMS key (yearly rotation) for secrets when secrets_encryption_key_arn is unset
+    (default true; false leaves secrets under the AWS-owned key)."""
     node_pools: Mapping[str, Any]
     """NodePools: name -> {"node_pool": overrides, "node_class": overrides} (see Autoscaler)."""
     use_pod_identity: bool
@@ -133,6 +145,8 @@ class Cluster(pulumi.ComponentResource):
     """Name of the interruption queue."""
     namespace: pulumi.Output[str]
     """Namespace of the controller."""
+    secrets_encryption_key_arn: pulumi.Output[str | None]
+    """ARN of the KMS key that encrypts Kubernetes secrets (None when encryption is off)."""
 
     def __init__(
         self,
@@ -142,7 +156,9 @@ class Cluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__(f"{TYPE_PREFIX}Cluster", name, None, opts)
         cluster_name = require("Cluster", name, args, "cluster_name")
+        endpoint_access = endpoint_access_args(name, args)
         tags = dict(args.get("tags") or {})
+        secrets_key_arn = self._secrets_key(name, cluster_name, args, tags)
         network = self._network(name, cluster_name, args, tags)
         cluster = eks.Cluster(
             f"{name}-eks",
@@ -156,8 +172,9 @@ class Cluster(pulumi.ComponentResource):
             skip_default_security_groups=True,
             authentication_mode=eks.AuthenticationMode.API,
             node_associate_public_ip_address=False,
-            endpoint_public_access=args.get("endpoint_public_access", True),
+            encryption_config_key_arn=secrets_key_arn,
             tags=tags,
+            **endpoint_access,
             opts=child_opts(self),
         )
         # The name, available once the control plane exists.
@@ -200,6 +217,7 @@ class Cluster(pulumi.ComponentResource):
         self.node_role_name = autoscaler.node_role_name
         self.queue_name = autoscaler.queue_name
         self.namespace = autoscaler.namespace
+        self.secrets_encryption_key_arn = pulumi.Output.from_input(secrets_key_arn)
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,
@@ -214,8 +232,36 @@ class Cluster(pulumi.ComponentResource):
                 "node_role_name": self.node_role_name,
                 "queue_name": self.queue_name,
                 "namespace": self.namespace,
+                "secrets_encryption_key_arn": self.secrets_encryption_key_arn,
             }
         )
+
+    def _secrets_key(
+        self, name: str, cluster_name: str, args: ClusterArgs, tags: dict[str, str]
+    ) -> pulumi.Input[str] | None:
+        """The KMS key ARN for envelope encryption of secrets: the given key, else a new one,
+        or None when turned off. On by default: a key costs little, and enabling it later
+        leaves the secrets written before unencrypted until they are rewritten."""
+        given = args.get("secrets_encryption_key_arn")
+        create = args.get("create_secrets_encryption_key")
+        if given:
+            if create:
+                raise ArgumentError(
+                    f"Cluster {name!r}: arguments 'secrets_encryption_key_arn' and"
+                    " 'create_secrets_encryption_key' exclude each other: give a key or have"
+                    " one created"
+                )
+            return _checked_key_arn(name, given)
+        if create is False:
+            return None
+        key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets of EKS cluster {cluster_name}",
+            enable_key_rotation=True,
+            tags=tags,
+            opts=child_opts(self),
+        )
+        return key.arn
 
     def _network(
         self, name: str, cluster_name: str, args: ClusterArgs, tags: dict[str, str]
@@ -363,6 +409,65 @@ class _Vpc:
             opts=child_opts(self.parent),
         )
         return subnet
+
+
+def endpoint_access_args(name: str, args: ClusterArgs) -> dict[str, Any]:
+    """The eks.Cluster endpoint arguments. The private endpoint is always on, so nodes and the
+    controller reach the API server inside the VPC and the public ranges only need to list
+    whoever runs Pulumi and kubectl. A public endpoint without ranges is refused rather than
+    left at the EKS default, 0.0.0.0/0."""
+    public = args.get("endpoint_public_access")
+    cidrs = args.get("public_access_cidrs")
+    if public is False:
+        if cidrs:
+            raise ArgumentError(
+                f"Cluster {name!r}: argument 'public_access_cidrs' needs a public endpoint, but"
+                " 'endpoint_public_access' is false: remove one of them"
+            )
+        return {"endpoint_public_access": False, "endpoint_private_access": True}
+    return {
+        "endpoint_public_access": True,
+        "endpoint_private_access": True,
+        "public_access_cidrs": _public_access_cidrs(name, cidrs),
+    }
+
+
+def _public_access_cidrs(name: str, cidrs: Any) -> list[pulumi.Input[str]]:
+    where = f"Cluster {name!r}: argument 'public_access_cidrs'"
+    if isinstance(cidrs, str) or (cidrs is not None and not isinstance(cidrs, Sequence)):
+        raise ArgumentError(f"{where} must be a list of CIDR blocks, e.g. ['203.0.113.7/32']")
+    if not cidrs:
+        raise ArgumentError(
+            f"{where} is required while 'endpoint_public_access' is true (the EKS default would"
+            " open the API server to 0.0.0.0/0): list the IPv4 ranges that run Pulumi and"
+            " kubectl, e.g. your address as a /32 (curl -s https://checkip.amazonaws.com), or"
+            " set 'endpoint_public_access' to false and deploy from inside the VPC"
+        )
+    for cidr in cidrs:
+        if isinstance(cidr, str):  # Outputs are only known at deployment
+            _check_cidr(where, cidr)
+    return list(cidrs)
+
+
+def _check_cidr(where: str, cidr: str) -> None:
+    try:
+        network = ipaddress.ip_network(cidr) if "/" in cidr else None
+    except ValueError as error:
+        raise ArgumentError(f"{where}: {cidr!r} is not a CIDR block: {error}") from None
+    if network is None:
+        raise ArgumentError(f"{where}: {cidr!r} is not a CIDR block (e.g. {cidr}/32)")
+    if network.version != 4:
+        # EKS rejects IPv6 ranges on IPv4 clusters, which is what this component creates.
+        raise ArgumentError(f"{where}: {cidr!r} is not an IPv4 range")
+
+
+def _checked_key_arn(name: str, arn: pulumi.Input[str]) -> pulumi.Input[str]:
+    if isinstance(arn, str) and not KMS_KEY_ARN.match(arn):
+        raise ArgumentError(
+            f"Cluster {name!r}: argument 'secrets_encryption_key_arn' must be a KMS key or alias"
+            f" ARN (arn:aws:kms:<region>:<account>:key/<id>), got {arn!r}"
+        )
+    return arn
 
 
 def subnet_cidrs(name: str, vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:

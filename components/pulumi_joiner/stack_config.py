@@ -1,5 +1,6 @@
 """Reading the stacks' configuration (the programs under stacks/ stay a few lines long)."""
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,3 +41,22 @@ def optional_settings(config: pulumi.Config, **keys: str) -> dict[str, Any]:
     """Component arguments from the config keys that are set: ``argument=configKey``."""
     values = {argument: config.get(key) for argument, key in keys.items()}
     return {argument: value for argument, value in values.items() if value is not None}
+
+
+def string_list_from_config(config: pulumi.Config, key: str, example: str) -> list[str] | None:
+    """A list-of-strings key (``pulumi config set --path 'joiner:<key>[0]' <example>``), or
+    None when unset. A bare string is refused with the command that sets a list."""
+    raw = config.get(key)
+    if raw is None:
+        return None
+    where = f"{CONFIG_NAMESPACE}:{key}"
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ArgumentError(
+            f"config '{where}' must be a list of strings, got {raw!r}: set it with"
+            f" pulumi config set --path '{where}[0]' {example}"
+        )
+    return value

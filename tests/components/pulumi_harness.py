@@ -149,6 +149,8 @@ def _computed_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dic
         return {"arn": f"arn:aws:iam::{ACCOUNT}:role/{name}"}
     if type_token == "aws:iam/policy:Policy":
         return {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{name}"}
+    if type_token == "aws:kms/key:Key":
+        return {"arn": f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{name}-id", "keyId": f"{name}-id"}
     if type_token == "aws:sqs/queue:Queue":
         return {
             "arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}",

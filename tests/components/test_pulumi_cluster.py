@@ -2,18 +2,36 @@
 Autoscaler wired to the cluster's OIDC provider."""
 
 import json
+import re
 
 import pulumi
 import pytest
-from pulumi_harness import CLUSTER_ENDPOINT, CLUSTER_SECURITY_GROUP, OIDC_ISSUER, OIDC_PROVIDER_ARN
+from pulumi_harness import (
+    ACCOUNT,
+    CLUSTER_ENDPOINT,
+    CLUSTER_SECURITY_GROUP,
+    OIDC_ISSUER,
+    OIDC_PROVIDER_ARN,
+    REGION,
+)
 from pulumi_joiner import Cluster
 from pulumi_joiner.cluster import subnet_cidrs
+
+OFFICE = "203.0.113.0/24"
+CREATED_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/joiner-secrets-id"
+GIVEN_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
 def cluster(args):
     def program():
         component = Cluster(
-            "joiner", {"cluster_name": "demo", "image": "registry.example/joiner:1", **args}
+            "joiner",
+            {
+                "cluster_name": "demo",
+                "image": "registry.example/joiner:1",
+                "public_access_cidrs": [OFFICE],
+                **args,
+            },
         )
         return {
             "cluster_name": component.cluster_name,
@@ -25,6 +43,7 @@ def cluster(args):
             "controller_role_arn": component.controller_role_arn,
             "queue_name": component.queue_name,
             "namespace": component.namespace,
+            "secrets_key_arn": component.secrets_encryption_key_arn,
         }
 
     return program
@@ -130,6 +149,63 @@ def test_subnet_cidrs():
     )
 
 
+def test_public_endpoint_admits_only_the_given_ranges(program):
+    eks = program.one("eks:index:Cluster")
+    assert (
+        eks.inputs["endpointPublicAccess"],
+        eks.inputs["endpointPrivateAccess"],
+        eks.inputs["publicAccessCidrs"],
+    ) == (True, True, [OFFICE])
+
+
+def test_ranges_known_only_at_deployment_are_passed_on(run):
+    vpn = pulumi.Output.from_input("198.51.100.0/24")
+    program = run(cluster({"public_access_cidrs": [OFFICE, vpn]}))
+    assert program.one("eks:index:Cluster").inputs["publicAccessCidrs"] == [
+        OFFICE,
+        "198.51.100.0/24",
+    ]
+
+
+def test_private_endpoint_only(run):
+    program = run(cluster({"endpoint_public_access": False, "public_access_cidrs": None}))
+    eks = program.one("eks:index:Cluster")
+    assert (eks.inputs["endpointPublicAccess"], eks.inputs["endpointPrivateAccess"]) == (
+        False,
+        True,
+    )
+    assert "publicAccessCidrs" not in eks.inputs
+
+
+def test_secrets_are_encrypted_with_a_created_key_by_default(run):
+    program = run(cluster({"tags": {"team": "platform"}}))
+    key = program.one("aws:kms/key:Key")
+    assert key.inputs == {
+        "description": "Envelope encryption of Kubernetes secrets of EKS cluster demo",
+        "enableKeyRotation": True,
+        "tags": {"team": "platform"},
+    }
+    assert program.ancestors(key) == ["joiner:index:Cluster"]
+    eks = program.one("eks:index:Cluster")
+    assert eks.inputs["encryptionConfigKeyArn"] == CREATED_KEY_ARN
+    assert program.depends_on(eks, key)
+    assert program.outputs["secrets_key_arn"] == CREATED_KEY_ARN
+
+
+def test_secrets_are_encrypted_with_a_given_key(run):
+    program = run(cluster({"secrets_encryption_key_arn": GIVEN_KEY_ARN}))
+    assert not program.of_type("aws:kms/key:Key")
+    assert program.one("eks:index:Cluster").inputs["encryptionConfigKeyArn"] == GIVEN_KEY_ARN
+    assert program.outputs["secrets_key_arn"] == GIVEN_KEY_ARN
+
+
+def test_secrets_encryption_turned_off(run):
+    program = run(cluster({"create_secrets_encryption_key": False}))
+    assert not program.of_type("aws:kms/key:Key")
+    assert "encryptionConfigKeyArn" not in program.one("eks:index:Cluster").inputs
+    assert program.outputs["secrets_key_arn"] is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -139,8 +215,63 @@ def test_subnet_cidrs():
         ({"availability_zone_count": 4}, "argument 'availability_zone_count' must be 1-3"),
         ({"vpc_id": "vpc-1"}, "argument 'private_subnet_ids' is required with 'vpc_id'"),
         ({"system_node_count": 0}, "argument 'system_node_count' must be >= 1"),
+        (
+            {"public_access_cidrs": None},
+            "Cluster 'joiner': argument 'public_access_cidrs' is required while"
+            " 'endpoint_public_access' is true (the EKS default would open the API server to"
+            " 0.0.0.0/0): list the IPv4 ranges that run Pulumi and kubectl, e.g. your address"
+            " as a /32 (curl -s https://checkip.amazonaws.com), or set 'endpoint_public_access'"
+            " to false and deploy from inside the VPC",
+        ),
+        (
+            {"public_access_cidrs": [], "endpoint_public_access": True},
+            "Cluster 'joiner': argument 'public_access_cidrs' is required while"
+            " 'endpoint_public_access' is true",
+        ),
+        (
+            {"public_access_cidrs": OFFICE},
+            "Cluster 'joiner': argument 'public_access_cidrs' must be a list of CIDR blocks,"
+            " e.g. ['203.0.113.7/32']",
+        ),
+        (
+            {"public_access_cidrs": ["203.0.113.7/24"]},
+            "Cluster 'joiner': argument 'public_access_cidrs': '203.0.113.7/24' is not a CIDR"
+            " block: 203.0.113.7/24 has host bits set",
+        ),
+        (
+            {"public_access_cidrs": ["203.0.113.7"]},
+            "Cluster 'joiner': argument 'public_access_cidrs': '203.0.113.7' is not a CIDR"
+            " block (e.g. 203.0.113.7/32)",
+        ),
+        (
+            {"public_access_cidrs": ["2001:db8::/32"]},
+            "Cluster 'joiner': argument 'public_access_cidrs': '2001:db8::/32' is not an IPv4"
+            " range",
+        ),
+        (
+            {"endpoint_public_access": False},
+            "Cluster 'joiner': argument 'public_access_cidrs' needs a public endpoint, but"
+            " 'endpoint_public_access' is false: remove one of them",
+        ),
+        (
+            {"secrets_encryption_key_arn": "1234abcd-12ab-34cd-56ef-1234567890ab"},
+            "Cluster 'joiner': argument 'secrets_encryption_key_arn' must be a KMS key or alias"
+            " ARN (arn:aws:kms:<region>:<account>:key/<id>), got"
+            " '1234abcd-12ab-34cd-56ef-1234567890ab'",
+        ),
+        (
+            {"secrets_encryption_key_arn": GIVEN_KEY_ARN, "create_secrets_encryption_key": True},
+            "Cluster 'joiner': arguments 'secrets_encryption_key_arn' and"
+            " 'create_secrets_encryption_key' exclude each other: give a key or have one created",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(run, args, message):
-    with pytest.raises(pulumi.RunError, match=message):
+    with pytest.raises(pulumi.RunError, match=re.escape(message)):
         run(cluster(args), preview=True)
+
+
+def test_an_alias_arn_is_a_key(run):
+    alias = f"arn:aws:kms:{REGION}:{ACCOUNT}:alias/eks-secrets"
+    program = run(cluster({"secrets_encryption_key_arn": alias}))
+    assert program.one("eks:index:Cluster").inputs["encryptionConfigKeyArn"] == alias

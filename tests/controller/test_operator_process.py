@@ -91,14 +91,19 @@ def settings() -> Settings:
     )
 
 
-def start_replica(apiserver: KubeHTTPServer, cloud: FakeCloudProvider, identity: str) -> Replica:
+def start_replica(
+    apiserver: KubeHTTPServer,
+    cloud: FakeCloudProvider,
+    identity: str,
+    lease_duration: float = 2.0,
+) -> Replica:
     kube = HttpKube(ClusterConfig(server=apiserver.url))
     stop = threading.Event()
     election = LeaderElection(
         namespace="kube-system",
         identity=identity,
-        lease_duration=2.0,
-        renew_deadline=1.5,
+        lease_duration=lease_duration,
+        renew_deadline=lease_duration * 0.75,
         retry_period=0.2,
     )
     process = ControllerProcess(
@@ -183,9 +188,10 @@ def test_only_the_leader_acts_and_the_follower_takes_over_on_shutdown(
     store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
 ) -> None:
     install_pool(store)
-    a = start_replica(apiserver, cloud, "replica-a")
+    # A long lease: a takeover within seconds can only come from the release.
+    a = start_replica(apiserver, cloud, "replica-a", lease_duration=30.0)
     wait_for(lambda: a.process.leading, "replica a to lead")
-    b = start_replica(apiserver, cloud, "replica-b")
+    b = start_replica(apiserver, cloud, "replica-b", lease_duration=30.0)
     try:
         wait_for(lambda: b.process.operator.state.synced, "replica b to sync")
         unschedulable_pod(store, "p0")
@@ -198,8 +204,8 @@ def test_only_the_leader_acts_and_the_follower_takes_over_on_shutdown(
 
         a.shutdown()  # SIGTERM: releases the lease
         # Released, not expired: b takes over within a retry period or two, long before
-        # a's last renewal (at most 0.2s ago) would run out (2s).
-        wait_for(lambda: b.process.leading, "replica b to take over", timeout=1.0)
+        # the 30s lease a renewed a moment ago would run out.
+        wait_for(lambda: b.process.leading, "replica b to take over", timeout=10.0)
         unschedulable_pod(store, "p1")
         wait_for(lambda: created(b) == 1, "b to create a NodeClaim")
         assert len(claims_of(store)) == 2

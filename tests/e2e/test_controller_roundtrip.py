@@ -3,9 +3,9 @@ adapter, leader election, the AWS provider built by the command's factory) again
 local Kubernetes API server and moto. One provision-and-terminate round trip: a pending
 pod -> NodeClaim -> EC2 instance via CreateFleet -> (the test plays kubelet) Node Ready
 -> NodeClaim initialized -> NodeClaim deleted -> instance terminated -> finalizers gone.
-Also: insufficient capacity at CreateFleet re-provisions from another pool, and the
-``joiner controller`` command itself, in its own process, leads and releases the Lease on
-SIGTERM.
+Also: insufficient capacity at CreateFleet re-provisions from another pool; an
+INTERRUPTION_QUEUE message (SQS) replaces a node; and the ``joiner controller`` command
+itself, in its own process, leads and releases the Lease on SIGTERM.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def aws_account(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -
 
 
 def _start_controller(
-    apiserver: KubeHTTPServer, aws_url: str
+    apiserver: KubeHTTPServer, aws_url: str, **env: str
 ) -> tuple[ControllerProcess, threading.Event, threading.Thread]:
     """The production process (what ``joiner controller`` runs), on its own thread."""
     settings = Settings.from_env(
@@ -85,6 +85,7 @@ def _start_controller(
             "BATCH_MAX_DURATION": "2s",
             "METRICS_PORT": str(_free_port()),
             "HEALTH_PROBE_PORT": str(_free_port()),
+            **env,
         }
     )
     stop = threading.Event()
@@ -363,6 +364,80 @@ def test_insufficient_capacity_on_ec2_reprovisions_from_the_next_pool(
             if i["State"]["Name"] in ("pending", "running")
         ]
         assert running == ["m5.xlarge"]
+    finally:
+        stop.set()
+        thread.join(timeout=WAIT)
+
+
+def _launched_claim(store: MemoryKube) -> dict[str, Any]:
+    return _wait(
+        lambda: next(
+            (c for c in store.list("NodeClaim").items if (c.get("status") or {}).get("providerID")),
+            None,
+        ),
+        "a launched NodeClaim",
+    )
+
+
+def test_interruption_queue_message_replaces_the_node(
+    aws_account: str,
+    store: MemoryKube,
+    apiserver: KubeHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """INTERRUPTION_QUEUE wired in the production process: the leader long-polls SQS, an
+    instance stopping drains and deletes its NodeClaim, the message is deleted, and the
+    pending pod gets a new NodeClaim."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", aws_account)  # the queue client's endpoint
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=aws_account)
+    queue_url = sqs.create_queue(QueueName="joiner-e2e-interruption")["QueueUrl"]
+    _, stop, thread = _start_controller(
+        apiserver, aws_account, INTERRUPTION_QUEUE="joiner-e2e-interruption"
+    )
+    thread.start()
+    try:
+        store.create(nodeclass_dict())
+        store.create(_nodepool())
+        _wait_nodeclass_ready(store)
+        _unschedulable_pod(store)
+        claim = _launched_claim(store)
+        name = claim["metadata"]["name"]
+        instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
+        event = {
+            "version": "0",
+            "id": "e2e-state-change-1",
+            "detail-type": "EC2 Instance State-change Notification",
+            "source": "aws.ec2",
+            "account": "123456789012",
+            "time": "2026-01-01T00:00:00Z",
+            "region": REGION,
+            "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{instance_id}"],
+            "detail": {"instance-id": instance_id, "state": "stopping"},
+        }
+        sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(event))
+
+        replacement = _wait(
+            lambda: next(
+                (
+                    c
+                    for c in store.list("NodeClaim").items
+                    if c["metadata"]["name"] != name and (c.get("status") or {}).get("providerID")
+                ),
+                None,
+            ),
+            "a replacement NodeClaim",
+        )
+        assert replacement["metadata"]["labels"][wk.INSTANCE_TYPE] == "m5.large"
+        reasons = _wait(lambda: _reasons_when_terminated(store, name), "the NodeClaim to go")
+        assert reasons == ["Launched", "InstanceStopping", "Terminated"]
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        assert attributes == {
+            "ApproximateNumberOfMessages": "0",
+            "ApproximateNumberOfMessagesNotVisible": "0",
+        }
     finally:
         stop.set()
         thread.join(timeout=WAIT)

@@ -1,6 +1,7 @@
 """The pack against the real components: run the stack programs under the components'
 mocked runtime (tests/components/pulumi_harness.py), hand every registered resource to
-every policy as the engine would, and compare what is reported."""
+every policy as the engine would, and compare what is reported. Our own stacks and
+components pass every policy, advisory ones included; weakened variants are caught."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from pulumi_joiner import Cluster
 from pulumi_policy import EnforcementLevel, PolicyResource, PolicyResourceOptions
 from pulumi_policy.policy import PolicyCustomTimeouts
 from pulumi_policy.proxy import unknown_checking_proxy
-from test_pulumi_stacks import EXISTING, EXISTING_CLUSTER, NEW_CLUSTER, ROOT, stack, stack_config
+from test_pulumi_stacks import (
+    EXISTING,
+    EXISTING_CLUSTER,
+    MY_ADDRESS,
+    NEW_CLUSTER,
+    readme_deployments,
+    stack,
+)
 
 MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
 Transform = Callable[[Registered, dict[str, Any]], None]
@@ -52,29 +60,41 @@ def findings(violations: list[Violation]) -> set[tuple[str, str, EnforcementLeve
     return {(v.policy, v.resource, v.level) for v in violations}
 
 
-@pytest.fixture(scope="module")
-def private_cluster() -> Program:
+NODE_POOLS = {
+    "default": {"node_pool": {"limits": {"cpu": "200"}}},
+    "arm": {"node_pool": {"weight": 10}},
+}
+
+
+def run_private_cluster(**extra: Any) -> Program:
     """Our Cluster component with a private API endpoint and two node pools."""
-    node_pools = {
-        "default": {"node_pool": {"limits": {"cpu": "200"}}},
-        "arm": {"node_pool": {"weight": 10}},
+    args: dict[str, Any] = {
+        "cluster_name": "demo",
+        "endpoint_public_access": False,
+        "node_pools": NODE_POOLS,
+        **extra,
     }
     return run_program(
-        lambda: {
-            "name": Cluster(
-                "joiner",
-                {"cluster_name": "demo", "endpoint_public_access": False, "node_pools": node_pools},
-            ).cluster_name
-        },
+        lambda: {"name": Cluster("joiner", args).cluster_name},  # type: ignore[arg-type]
         config={"aws:region": "us-west-2"},
     )
 
 
-def test_our_cluster_passes_every_mandatory_policy(private_cluster):
-    violations = evaluate(as_stack(private_cluster))
-    assert [v for v in violations if v.level == MANDATORY] == []
-    # The component creates no KMS key for secrets: that stays advice.
-    assert findings(violations) == {("eks-secrets-encryption", "joiner-eks", ADVISORY)}
+@pytest.fixture(scope="module")
+def private_cluster() -> Program:
+    return run_private_cluster()
+
+
+def test_our_cluster_passes_every_policy(private_cluster):
+    # Mandatory and advisory alike: the component encrypts secrets with a key it creates.
+    assert evaluate(as_stack(private_cluster)) == []
+
+
+def test_our_cluster_without_secrets_encryption_gets_the_advice():
+    program = run_private_cluster(create_secrets_encryption_key=False)
+    assert findings(evaluate(as_stack(program))) == {
+        ("eks-secrets-encryption", "joiner-eks", ADVISORY)
+    }
 
 
 def test_every_kind_of_resource_the_pack_checks_is_present(private_cluster):
@@ -101,19 +121,48 @@ def test_the_existing_cluster_stack_passes_cleanly():
     assert evaluate(as_stack(program)) == []
 
 
-def test_the_root_stack_exposes_its_endpoint_to_the_world():
-    """`pulumi up` at the root (stacks/new_cluster, example config): the EKS default public
-    endpoint is open to 0.0.0.0/0, and nothing in its config narrows it."""
-    program = run_program(stack(NEW_CLUSTER), config=stack_config(ROOT / "Pulumi.dev.yaml"))
+def run_root_stack(**config: str) -> Program:
+    """`pulumi up` at the root (stacks/new_cluster) as the README deploys it: the example
+    Pulumi.dev.yaml plus the README's `pulumi config set` lines, then ``config``."""
+    (program_path, stack_name, readme_config), _ = readme_deployments()
+    assert program_path == NEW_CLUSTER
+    return run_program(stack(program_path), config={**readme_config, **config}, stack=stack_name)
+
+
+@pytest.fixture(scope="module")
+def root_stack() -> Program:
+    return run_root_stack()
+
+
+def test_the_root_stack_passes_every_policy(root_stack):
+    eks = root_stack.one("eks:index:Cluster")
+    # A public endpoint, admitting the deploying machine only, and encrypted secrets.
+    assert (eks.inputs["endpointPublicAccess"], eks.inputs["publicAccessCidrs"]) == (
+        True,
+        [f"{MY_ADDRESS}/32"],
+    )
+    assert eks.inputs["encryptionConfigKeyArn"]
+    assert evaluate(as_stack(root_stack)) == []
+
+
+def test_the_root_stack_within_the_organisations_ranges(root_stack):
+    inside = {"eks-public-endpoint-restricted": {"allowedPublicAccessCidrs": ["203.0.113.0/24"]}}
+    assert evaluate(as_stack(root_stack), inside) == []
+    outside = {"eks-public-endpoint-restricted": {"allowedPublicAccessCidrs": ["10.0.0.0/8"]}}
+    assert findings(evaluate(as_stack(root_stack), outside)) == {
+        ("eks-public-endpoint-restricted", "joiner-eks", MANDATORY)
+    }
+
+
+def test_the_root_stack_opened_to_the_world_is_caught():
+    program = run_root_stack(**{"joiner:publicAccessCidrs": '["0.0.0.0/0"]'})
     violations = evaluate(as_stack(program))
-    assert findings(violations) == {
-        ("eks-public-endpoint-restricted", "joiner-eks", MANDATORY),
-        ("eks-secrets-encryption", "joiner-eks", ADVISORY),
-    }
+    assert findings(violations) == {("eks-public-endpoint-restricted", "joiner-eks", MANDATORY)}
+    (violation,) = violations
+    assert "reachable from 0.0.0.0/0" in violation.message
+    # Accepting the risk explicitly is the organisation's call, in the policy configuration.
     allow_world = {"eks-public-endpoint-restricted": {"allowedPublicAccessCidrs": ["0.0.0.0/0"]}}
-    assert findings(evaluate(as_stack(program), allow_world)) == {
-        ("eks-secrets-encryption", "joiner-eks", ADVISORY)
-    }
+    assert evaluate(as_stack(program), allow_world) == []
 
 
 ADMIN = {

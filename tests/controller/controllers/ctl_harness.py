@@ -103,6 +103,7 @@ class Harness:
         batch_max: float = 10.0,
     ) -> None:
         self.clock = FakeClock()
+        self.start = self.clock.now()
         self.kube = MemoryKube(self.clock, garbage_collection="manual")
         self.cloud = FakeCloudProvider(instance_types or catalogue(), self.clock)
         self.operator = Operator(

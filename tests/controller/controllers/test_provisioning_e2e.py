@@ -4,7 +4,7 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 
 from __future__ import annotations
 
-from ctl_harness import ZONE_A, ZONE_B, Harness, nodeclass, nodepool, pending_pod
+from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, nodeclass, nodepool, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
 
@@ -238,3 +238,30 @@ def test_pods_wait_for_a_ready_node_class_then_provision():
         ("Pod", "p0", "Nominated"),
         ("NodeClaim", claim["metadata"]["name"], "Launched"),
     ]
+
+
+def test_nodepool_status_counts_a_burst_once_a_second_later():
+    h = Harness(instance_types=[catalogue()[0]])  # only "small": 2 vCPU, 4Gi, 10 pods
+    h.default_setup()
+    runs: list[float] = []
+    reconcile = h.operator.nodepool_status.reconcile
+
+    def counted(key: str):
+        runs.append(h.clock.now() - h.start)
+        return reconcile(key)
+
+    h.operator.nodepool_status.reconcile = counted  # type: ignore[method-assign]
+    for i in range(6):  # one small (2 vCPU) each: six NodeClaims in one pass
+        h.create_unschedulable(pending_pod(f"p{i}", "1500m"))
+    h.advance(1)
+    assert len(h.nodeclaims()) == 6
+    assert runs == []
+    h.advance(1)
+    # One recount for the six creations and launches; the second run is the status write
+    # coming back through the watch, which changes nothing.
+    assert runs == [2.0, 2.0]
+    status = h.kube.get("NodePool", "default")["status"]
+    assert (status["nodes"], status["resources"]) == (
+        6,
+        {"cpu": "12", "memory": "24Gi", "pods": "60"},
+    )

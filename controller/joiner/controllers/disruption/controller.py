@@ -5,6 +5,7 @@ the orchestrator carries them out."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -209,7 +210,11 @@ class Disruption:
         pods = [p for c in candidates for p in c.pods]
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
         snapshot = self.state.snapshot(exclude=exclude)
-        snapshot.nodes = [n for n in snapshot.nodes if n.initialized]
+        # Still counted against pool limits (capacity), but no room to move pods into.
+        snapshot.nodes = [
+            n if n.initialized else dataclasses.replace(n, allocatable={}, capacity=n.capacity)
+            for n in snapshot.nodes
+        ]
         pools = self.provisioner.ready_nodepools()
         types = {pool.name: self._instance_types(pool.name) for pool in pools}
         return solve(pods, pools, types, snapshot)
