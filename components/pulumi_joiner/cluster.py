@@ -241,7 +241,7 @@ class Cluster(pulumi.ComponentResource):
     ) -> pulumi.Input[str] | None:
         """The KMS key ARN for envelope encryption of secrets: the given key, else a new one,
         or None when turned off. On by default: a key costs little, and enabling it later
-        leaves the secrets written before unencrypted until they are rewritten."""
+        leaves the secrets written before under the AWS-owned key until they are rewritten."""
         given = args.get("secrets_encryption_key_arn")
         create = args.get("create_secrets_encryption_key")
         if given:

@@ -12,6 +12,7 @@ from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.launchtemplates import UNUSED_TTL_SECONDS
 from joiner.cloudprovider.aws.pricing import PricingProvider
+from joiner.cloudprovider.aws.tags import cluster_tag
 from joiner.cloudprovider.types import NodeClaimNotFoundError
 from joiner.controllers.garbagecollection import GarbageCollection
 from joiner.kube.memory import MemoryKube
@@ -130,6 +131,34 @@ def test_unused_launch_templates_and_deleted_classes_are_cleaned_up(stand: Stand
     with pytest.raises(env.clients.iam.exceptions.NoSuchEntityException):
         env.clients.iam.get_instance_profile(InstanceProfileName=profile)
     assert profile.startswith(CLUSTER)
+
+
+def test_launches_sweep_owned_templates_unused_for_an_hour(stand: Stand, env: Env) -> None:
+    """A template of ours that no launch uses (e.g. left by an older configuration) is
+    deleted an hour after a launch first saw it; the one in use stays."""
+    ec2 = env.clients.ec2
+    launch(stand, "default-first")
+    (in_use,) = ec2.describe_launch_templates()["LaunchTemplates"]
+    ec2.create_launch_template(
+        LaunchTemplateName="joiner-stale",
+        LaunchTemplateData={"ImageId": in_use.get("ImageId", "ami-12345678")},
+        TagSpecifications=[
+            {
+                "ResourceType": "launch-template",
+                "Tags": [{"Key": cluster_tag(CLUSTER), "Value": "owned"}],
+            }
+        ],
+    )
+    stand.clock.advance(UNUSED_TTL_SECONDS)
+    launch(stand, "default-second")  # first sweep: the stale template is first seen now
+    names = sorted(
+        t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]
+    )
+    assert names == sorted([in_use["LaunchTemplateName"], "joiner-stale"])
+    stand.clock.advance(UNUSED_TTL_SECONDS)
+    launch(stand, "default-third")
+    names = [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]]
+    assert names == [in_use["LaunchTemplateName"]]
 
 
 def test_mark_unavailable_keeps_an_offering_out_for_three_minutes(stand: Stand) -> None:
