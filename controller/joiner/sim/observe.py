@@ -93,9 +93,9 @@ class Observer:
             record.zone = labels.get(wk.ZONE)
             record.capacity_type = labels.get(wk.CAPACITY_TYPE)
             record.price = self.cloud.instance_price(provider_id)
+        # Follows the condition: an abandoned disruption clears it again.
         reason = get_condition(conditions, nc.DISRUPTION_REASON)
-        if reason is not None and record.disruption_reason is None:
-            record.disruption_reason = reason.get("reason")
+        record.disruption_reason = reason.get("reason") if reason is not None else None
 
     def on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         key = pod_key(pod)

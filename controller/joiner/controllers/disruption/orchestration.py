@@ -99,6 +99,7 @@ class Orchestrator:
         for candidate in flight.command.candidates:
             self.state.marked_for_deletion.difference_update({candidate.nodeclaim, candidate.name})
             self._taint(candidate.name, add=False)
+            self._clear_reason(candidate.nodeclaim)
             claim = self.state.nodeclaims.get(candidate.nodeclaim)
             if claim is not None:
                 self.recorder.record(
@@ -130,6 +131,13 @@ class Orchestrator:
             if taints != (node.get("spec") or {}).get("taints"):
                 node.setdefault("spec", {})["taints"] = taints
                 self.kube.update(node)
+
+    def _clear_reason(self, claim_name: str) -> None:
+        with contextlib.suppress(NotFound, Conflict):
+            raw: dict[str, Any] = self.kube.get("NodeClaim", claim_name)
+            conditions = (raw.get("status") or {}).get("conditions") or []
+            if cond.remove_condition(conditions, nc.DISRUPTION_REASON):
+                self.kube.update_status(raw)
 
     def _mark_reason(self, claim_name: str, reason: str) -> None:
         with contextlib.suppress(NotFound, Conflict):

@@ -5,6 +5,7 @@ test modules can import it)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -131,6 +132,7 @@ def simulate(
     objects: list[dict[str, Any]],
     steps: list[dict[str, Any]],
     settings: dict[str, str] | None = None,
+    prepare: Callable[[Simulation], None] | None = None,
 ) -> SimulationResult:
     document = {
         "apiVersion": "joiner.sim/v1",
@@ -144,7 +146,10 @@ def simulate(
             "steps": steps,
         },
     }
-    return Simulation(load_scenario(yaml.safe_dump(document, sort_keys=False))).run()
+    simulation = Simulation(load_scenario(yaml.safe_dump(document, sort_keys=False)))
+    if prepare is not None:
+        prepare(simulation)
+    return simulation.run()
 
 
 def disruptions(result: SimulationResult) -> list[tuple[float, str]]:
