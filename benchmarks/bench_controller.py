@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Any
 
+from joiner import testing
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.validation import validate_object
@@ -135,33 +136,24 @@ def _nodeclaim_and_node(index: int) -> tuple[dict[str, Any], dict[str, Any]]:
         wk.OS: "linux",
     }
     ready = [{"type": t, "status": "True"} for t in ("Launched", "Registered", "Initialized")]
-    claim = {
-        "apiVersion": wk.API_VERSION,
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": name,
-            "uid": f"claim-{index}",
-            "labels": labels,
-            "finalizers": [wk.TERMINATION_FINALIZER],
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-        },
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.k8s.aws",
-                "kind": "EC2NodeClass",
-                "name": "default",
-            },
-            "requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": ["default"]}],
-            "resources": {"requests": {"cpu": "8", "memory": "32Gi", "pods": "10"}},
-        },
-        "status": {
+    claim = testing.nodeclaim(
+        name,
+        requirements=[testing.requirement(wk.NODEPOOL, "In", ["default"])],
+        requests={"cpu": "8", "memory": "32Gi", "pods": "10"},
+        labels=labels,
+        status={
             "providerID": provider_id,
             "nodeName": name,
             "capacity": capacity,
             "allocatable": capacity,
             "conditions": ready,
         },
-    }
+    )
+    claim["metadata"].update(
+        uid=f"claim-{index}",
+        finalizers=[wk.TERMINATION_FINALIZER],
+        creationTimestamp="2026-01-01T00:00:00Z",
+    )
     node = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -181,41 +173,16 @@ def _nodeclaim_and_node(index: int) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _nodeclass() -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "default"},
-        "spec": {
-            "role": "NodeRole",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
-        },
-    }
+    return testing.ec2nodeclass(cluster="bench")
 
 
 def _nodepool(max_cpu: int) -> dict[str, Any]:
-    return {
-        "apiVersion": wk.API_VERSION,
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-                        # Small types, so a burst needs dozens of NodeClaims, not two.
-                        {"key": wk.INSTANCE_CPU, "operator": "Lt", "values": [str(max_cpu + 1)]},
-                    ],
-                }
-            }
-        },
-    }
+    requirements = [
+        testing.capacity_types(wk.CAPACITY_TYPE_ON_DEMAND),
+        # Small types, so a burst needs dozens of NodeClaims, not two.
+        testing.requirement(wk.INSTANCE_CPU, "Lt", [str(max_cpu + 1)]),
+    ]
+    return testing.nodepool(requirements=requirements)
 
 
 # --- burst ------------------------------------------------------------------------------

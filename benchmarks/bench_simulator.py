@@ -432,38 +432,54 @@ def _steady_hour(shape: DayShape, hour: int) -> bool:
     return len(totals) == 1 and before in (None, *totals)
 
 
-def replacement_chains(
+@dataclass(frozen=True)
+class Replacement:
+    """One replace command: the NodeClaims it removed and the ones it created."""
+
+    replaced: tuple[str, ...]
+    created: tuple[str, ...]
+
+
+def replacements(
     nodeclaims: Sequence[NodeClaimRecord], events: Sequence[EventRecord]
-) -> dict[str, list[str]]:
-    """Replaced NodeClaim -> the NodeClaims created for it (at the instant its
-    DisruptionTerminating event said "replace")."""
-    created_at: dict[float, list[NodeClaimRecord]] = defaultdict(list)
+) -> dict[str, Replacement]:
+    """Each replaced NodeClaim -> its command. The DisruptionTerminating message names the
+    command's nodes ("Underutilized: replace a, b with 1 node(s) (...)"); the replacements
+    are the NodeClaims created at that instant."""
+    created_at: dict[float, list[str]] = defaultdict(list)
     for claim in nodeclaims:
-        created_at[claim.created_at].append(claim)
-    chains: dict[str, list[str]] = {}
+        created_at[claim.created_at].append(claim.name)
+    found: dict[str, Replacement] = {}
     for event in events:
         if event.reason == "DisruptionTerminating" and ": replace " in event.message:
-            chains[event.name] = [c.name for c in created_at.get(event.time, ())]
-    return chains
+            names = event.message.split(": replace ", 1)[1].split(" with ", 1)[0]
+            found[event.name] = Replacement(
+                tuple(names.split(", ")), tuple(created_at.get(event.time, ()))
+            )
+    return found
 
 
 def churn(
     nodeclaims: Sequence[NodeClaimRecord], events: Sequence[EventRecord]
 ) -> tuple[list[str], list[str]]:
-    """Same-type replacements and A -> B -> A flapping, as readable lines."""
-    by_name = {c.name: c for c in nodeclaims}
-    chains = replacement_chains(nodeclaims, events)
+    """Same-type replacements (a node replaced by its own type), and flapping: a node
+    replaced alone by type B whose replacement is in turn replaced alone by type A again.
+    (Several nodes consolidated into one of a type seen before is not churn.)"""
+    types = {c.name: c.instance_type for c in nodeclaims}
+    commands = replacements(nodeclaims, events)
     same, flaps = [], []
-    for old, news in chains.items():
-        old_type = by_name[old].instance_type if old in by_name else None
-        for new in news:
-            new_type = by_name[new].instance_type if new in by_name else None
+    for old, command in commands.items():
+        old_type = types.get(old)
+        for new in command.created:
+            new_type = types.get(new)
             if old_type is not None and old_type == new_type:
                 same.append(f"{old} ({old_type}) replaced by {new} ({new_type})")
-            for newer in chains.get(new, ()):
-                newer_type = by_name[newer].instance_type if newer in by_name else None
-                if old_type is not None and newer_type == old_type != new_type:
-                    flaps.append(f"{old} {old_type} -> {new} {new_type} -> {newer} {newer_type}")
+            follow = commands.get(new)
+            if len(command.replaced) != 1 or follow is None or len(follow.replaced) != 1:
+                continue
+            for newer in follow.created:
+                if old_type is not None and types.get(newer) == old_type != new_type:
+                    flaps.append(f"{old} {old_type} -> {new} {new_type} -> {newer} {old_type}")
     return same, flaps
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,6 +44,13 @@ def after(dependency: pulumi.Output[Any], value: pulumi.Input[Any]) -> pulumi.Ou
     """``value``, carrying a dependency on whatever produced ``dependency`` (used to make
     resources that only need a name wait until the named thing exists)."""
     return pulumi.Output.all(dependency, value).apply(lambda pair: pair[1])
+
+
+def declared_outputs(component: pulumi.ComponentResource) -> dict[str, Any]:
+    """The component's outputs by name: the attributes its class annotates, the same
+    annotations the provider schema is inferred from, so the two cannot drift apart."""
+    names = [name for name in inspect.get_annotations(type(component)) if name[0] != "_"]
+    return {name: getattr(component, name) for name in names}
 
 
 def child_opts(parent: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:

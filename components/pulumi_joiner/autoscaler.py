@@ -8,7 +8,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from pulumi_joiner import iam
-from pulumi_joiner._common import TYPE_PREFIX, ArgumentError, child_opts, require
+from pulumi_joiner._common import TYPE_PREFIX, ArgumentError, child_opts, declared_outputs, require
 from pulumi_joiner.controller import Controller, ControllerArgs
 from pulumi_joiner.controller_role import ControllerRole
 from pulumi_joiner.interruption_queue import InterruptionQueue
@@ -70,27 +70,29 @@ class AutoscalerArgs(TypedDict, total=False):
     """NodePools to create: name -> {"node_pool": overrides, "node_class": overrides}.
     Default: one pool named default with the NodePool component's defaults; {} for none."""
     image: pulumi.Input[str]
-    """Prebuilt controller image; when unset the image is built and pushed to ECR."""
+    """A prebuilt controller image. When unset the component builds controller/Dockerfile
+    and pushes it to an ECR repository it creates."""
     build_context: str
-    """Directory holding controller/Dockerfile (default: this checkout)."""
+    """Directory holding controller/Dockerfile for the build (default: this checkout)."""
     image_platform: str
     """Platform of the built image (default linux/amd64)."""
     namespace: str
     """Namespace of the controller (default karpenter)."""
     create_namespace: bool
-    """Create the namespace (default true)."""
+    """Create the namespace (default true; set false when it already exists)."""
     service_account: str
-    """Service account of the controller (default karpenter)."""
+    """Name of the controller's service account (default karpenter)."""
     replicas: int
-    """Controller replicas (default 2)."""
+    """Controller replicas; one leads, the others stand by (default 2)."""
     log_level: str
-    """Controller LOG_LEVEL (default info)."""
+    """LOG_LEVEL of the controller (default info)."""
     settings: Mapping[str, pulumi.Input[str]]
-    """Further controller settings by environment name."""
+    """Further controller settings by their environment name (e.g. BATCH_IDLE_DURATION,
+    FEATURE_GATES); see docs/settings.md."""
     resources: Mapping[str, Any]
-    """Controller container resources."""
+    """Controller container resources (default requests 250m CPU / 512Mi, limit 1Gi memory)."""
     service_monitor: bool
-    """Create a Prometheus Operator ServiceMonitor (default false)."""
+    """Also create a Prometheus Operator ServiceMonitor (default false)."""
     tags: Mapping[str, pulumi.Input[str]]
     """Tags for the AWS resources."""
 
@@ -191,18 +193,7 @@ class Autoscaler(pulumi.ComponentResource):
         self.namespace = controller.namespace
         self.image = controller.image
         self.node_pool_names = pulumi.Output.from_input(list(node_pools))
-        self.register_outputs(
-            {
-                "controller_role_arn": self.controller_role_arn,
-                "node_role_arn": self.node_role_arn,
-                "node_role_name": self.node_role_name,
-                "queue_name": self.queue_name,
-                "queue_url": self.queue_url,
-                "namespace": self.namespace,
-                "image": self.image,
-                "node_pool_names": self.node_pool_names,
-            }
-        )
+        self.register_outputs(declared_outputs(self))
 
     def _tag_for_discovery(
         self, name: str, cluster_name: pulumi.Input[str], args: AutoscalerArgs

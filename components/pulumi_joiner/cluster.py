@@ -17,6 +17,7 @@ from pulumi_joiner._common import (
     ArgumentError,
     after,
     child_opts,
+    declared_outputs,
     invoke_opts,
     require,
 )
@@ -93,27 +94,29 @@ class ClusterArgs(TypedDict, total=False):
     enable_interruption: bool
     """Create the interruption queue and rules (default true)."""
     image: pulumi.Input[str]
-    """Prebuilt controller image; when unset it is built and pushed to ECR."""
+    """A prebuilt controller image. When unset the component builds controller/Dockerfile
+    and pushes it to an ECR repository it creates."""
     build_context: str
-    """Directory holding controller/Dockerfile (default: this checkout)."""
+    """Directory holding controller/Dockerfile for the build (default: this checkout)."""
     image_platform: str
     """Platform of the built image (default linux/amd64)."""
     namespace: str
     """Namespace of the controller (default karpenter)."""
     create_namespace: bool
-    """Create the namespace (default true)."""
+    """Create the namespace (default true; set false when it already exists)."""
     service_account: str
-    """Service account of the controller (default karpenter)."""
+    """Name of the controller's service account (default karpenter)."""
     replicas: int
-    """Controller replicas (default 2)."""
+    """Controller replicas; one leads, the others stand by (default 2)."""
     log_level: str
-    """Controller LOG_LEVEL (default info)."""
+    """LOG_LEVEL of the controller (default info)."""
     settings: Mapping[str, pulumi.Input[str]]
-    """Further controller settings by environment name."""
+    """Further controller settings by their environment name (e.g. BATCH_IDLE_DURATION,
+    FEATURE_GATES); see docs/settings.md."""
     resources: Mapping[str, Any]
-    """Controller container resources."""
+    """Controller container resources (default requests 250m CPU / 512Mi, limit 1Gi memory)."""
     service_monitor: bool
-    """Create a Prometheus Operator ServiceMonitor (default false)."""
+    """Also create a Prometheus Operator ServiceMonitor (default false)."""
     tags: Mapping[str, str]
     """Tags for every AWS resource."""
 
@@ -218,23 +221,7 @@ class Cluster(pulumi.ComponentResource):
         self.queue_name = autoscaler.queue_name
         self.namespace = autoscaler.namespace
         self.secrets_encryption_key_arn = pulumi.Output.from_input(secrets_key_arn)
-        self.register_outputs(
-            {
-                "cluster_name": self.cluster_name,
-                "kubeconfig": self.kubeconfig,
-                "cluster_endpoint": self.cluster_endpoint,
-                "oidc_provider_arn": self.oidc_provider_arn,
-                "oidc_provider_url": self.oidc_provider_url,
-                "vpc_id": self.vpc_id,
-                "private_subnet_ids": self.private_subnet_ids,
-                "controller_role_arn": self.controller_role_arn,
-                "node_role_arn": self.node_role_arn,
-                "node_role_name": self.node_role_name,
-                "queue_name": self.queue_name,
-                "namespace": self.namespace,
-                "secrets_encryption_key_arn": self.secrets_encryption_key_arn,
-            }
-        )
+        self.register_outputs(declared_outputs(self))
 
     def _secrets_key(
         self, name: str, cluster_name: str, args: ClusterArgs, tags: dict[str, str]
@@ -344,17 +331,8 @@ class _Vpc:
         gateway = aws.ec2.InternetGateway(
             f"{self.name}-igw", vpc_id=vpc.id, tags=self.tags, opts=opts
         )
-        public_routes = aws.ec2.RouteTable(
-            f"{self.name}-public",
-            vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": gateway.id}],
-            tags=self.tags,
-            opts=opts,
-        )
-        public = [
-            self._subnet(vpc, zones, i, self.public_cidrs[i], public_routes, public=True)
-            for i in range(self.zone_count)
-        ]
+        public_routes = self._default_route(vpc, "public", gateway_id=gateway.id)
+        public = self._subnets(vpc, zones, self.public_cidrs, public_routes, public=True)
         nat = aws.ec2.NatGateway(
             f"{self.name}-nat",
             subnet_id=public[0].id,
@@ -364,19 +342,34 @@ class _Vpc:
             tags=self.tags,
             opts=opts,
         )
-        private_routes = aws.ec2.RouteTable(
-            f"{self.name}-private",
-            vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
-            tags=self.tags,
-            opts=opts,
-        )
-        private = [
-            self._subnet(vpc, zones, i, self.private_cidrs[i], private_routes, public=False)
-            for i in range(self.zone_count)
-        ]
+        private_routes = self._default_route(vpc, "private", nat_gateway_id=nat.id)
+        private = self._subnets(vpc, zones, self.private_cidrs, private_routes, public=False)
         # Created subnets carry the discovery tag already.
         return _Network(vpc.id, [s.id for s in private], [s.id for s in public], subnets_to_tag=[])
+
+    def _default_route(
+        self, vpc: aws.ec2.Vpc, kind: str, **target: pulumi.Input[str]
+    ) -> aws.ec2.RouteTable:
+        """A route table sending everything outside the VPC to ``target``."""
+        return aws.ec2.RouteTable(
+            f"{self.name}-{kind}",
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", **target}],
+            tags=self.tags,
+            opts=child_opts(self.parent),
+        )
+
+    def _subnets(
+        self,
+        vpc: aws.ec2.Vpc,
+        zones: pulumi.Output[Any],
+        cidrs: list[str],
+        routes: aws.ec2.RouteTable,
+        public: bool,
+    ) -> list[aws.ec2.Subnet]:
+        return [
+            self._subnet(vpc, zones, i, cidrs[i], routes, public) for i in range(self.zone_count)
+        ]
 
     def _subnet(
         self,

@@ -22,6 +22,7 @@ from pulumi_joiner._common import (
     check_choice,
     child_opts,
     custom_resource,
+    declared_outputs,
     invoke_opts,
     require,
 )
@@ -66,7 +67,7 @@ class ControllerArgs(TypedDict, total=False):
     """Further controller settings by their environment name (e.g. BATCH_IDLE_DURATION,
     FEATURE_GATES); see docs/settings.md."""
     resources: Mapping[str, Any]
-    """Container resources (default requests 250m CPU / 512Mi, limit 1Gi memory)."""
+    """Controller container resources (default requests 250m CPU / 512Mi, limit 1Gi memory)."""
     service_monitor: bool
     """Also create a Prometheus Operator ServiceMonitor (default false)."""
 
@@ -137,15 +138,7 @@ class Controller(pulumi.ComponentResource):
         self.image = pulumi.Output.from_input(config.image)
         self.deployment_name = deployment.metadata.apply(lambda metadata: metadata["name"])
         self.crd_names = pulumi.Output.all(*[crd.metadata["name"] for crd in crds])
-        self.register_outputs(
-            {
-                "namespace": self.namespace,
-                "service_account_name": self.service_account_name,
-                "image": self.image,
-                "deployment_name": self.deployment_name,
-                "crd_names": self.crd_names,
-            }
-        )
+        self.register_outputs(declared_outputs(self))
 
     def _namespace(
         self, name: str, config: manifests.ControllerConfig, create: bool

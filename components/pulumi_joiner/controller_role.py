@@ -8,7 +8,14 @@ import pulumi_aws as aws
 from joiner.infra.iam import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 
 from pulumi_joiner import iam
-from pulumi_joiner._common import TYPE_PREFIX, ArgumentError, child_opts, json_output, require
+from pulumi_joiner._common import (
+    TYPE_PREFIX,
+    ArgumentError,
+    child_opts,
+    declared_outputs,
+    json_output,
+    require,
+)
 
 
 class ControllerRoleArgs(TypedDict, total=False):
@@ -105,15 +112,7 @@ class ControllerRole(pulumi.ComponentResource):
         self.role_name = role.name
         self.policy_arn = policy.arn
         self.uses_pod_identity = pulumi.Output.from_input(pod_identity)
-        self.register_outputs(
-            {
-                "role_arn": self.role_arn,
-                "role_name": self.role_name,
-                "policy_arn": self.policy_arn,
-                "policy_json": self.policy_json,
-                "uses_pod_identity": self.uses_pod_identity,
-            }
-        )
+        self.register_outputs(declared_outputs(self))
 
     @staticmethod
     def _trust_policy(

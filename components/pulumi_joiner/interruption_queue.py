@@ -10,7 +10,7 @@ import pulumi_aws as aws
 from joiner.infra.events import INTERRUPTION_EVENT_PATTERNS
 
 from pulumi_joiner import iam
-from pulumi_joiner._common import TYPE_PREFIX, child_opts, json_output, require
+from pulumi_joiner._common import TYPE_PREFIX, child_opts, declared_outputs, json_output, require
 
 MESSAGE_RETENTION_SECONDS = 300
 
@@ -82,11 +82,4 @@ class InterruptionQueue(pulumi.ComponentResource):
         self.queue_name = queue.name
         self.queue_url = queue.url
         self.rule_names = pulumi.Output.all(*rules)
-        self.register_outputs(
-            {
-                "queue_arn": self.queue_arn,
-                "queue_name": self.queue_name,
-                "queue_url": self.queue_url,
-                "rule_names": self.rule_names,
-            }
-        )
+        self.register_outputs(declared_outputs(self))

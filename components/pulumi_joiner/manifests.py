@@ -29,6 +29,8 @@ LEADER_ELECTION_LEASE = "karpenter-leader-election"
 PRIORITY_CLASS = "system-cluster-critical"
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 KARPENTER_GROUPS = (wk.KARPENTER_GROUP, wk.AWS_GROUP)
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_API = f"{RBAC_GROUP}/v1"
 
 # Settings the component derives from its own arguments [SPEC 2]; `settings` may not
 # override them, so the Deployment cannot disagree with the infrastructure.
@@ -107,17 +109,35 @@ def _metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str
     return metadata
 
 
+def _object(api_version: str, kind: str, metadata: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **fields}
+
+
+def _controller_object(
+    api_version: str, kind: str, config: ControllerConfig, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """An object named after the controller, in its namespace."""
+    return _object(api_version, kind, _metadata(NAME, config.namespace), spec=spec)
+
+
+def _runs_as_non_root() -> dict[str, Any]:
+    """The security context fields the pod and its container share."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_ID,
+        "runAsGroup": RUN_AS_ID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def namespace(config: ControllerConfig) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(config.namespace)}
+    return _object("v1", "Namespace", _metadata(config.namespace))
 
 
 def service_account(config: ControllerConfig) -> dict[str, Any]:
     annotations = {IRSA_ANNOTATION: config.role_arn} if config.role_arn else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": _metadata(config.service_account, config.namespace, annotations=annotations),
-    }
+    metadata = _metadata(config.service_account, config.namespace, annotations=annotations)
+    return _object("v1", "ServiceAccount", metadata)
 
 
 def cluster_role_rules() -> list[dict[str, Any]]:
@@ -158,12 +178,7 @@ def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
 
 
 def cluster_role() -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _metadata(NAME),
-        "rules": cluster_role_rules(),
-    }
+    return _object(RBAC_API, "ClusterRole", _metadata(NAME), rules=cluster_role_rules())
 
 
 def cluster_role_binding(config: ControllerConfig) -> dict[str, Any]:
@@ -171,12 +186,8 @@ def cluster_role_binding(config: ControllerConfig) -> dict[str, Any]:
 
 
 def leader_election_role(config: ControllerConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": _metadata(NAME, config.namespace),
-        "rules": leader_election_rules(),
-    }
+    metadata = _metadata(NAME, config.namespace)
+    return _object(RBAC_API, "Role", metadata, rules=leader_election_rules())
 
 
 def leader_election_role_binding(config: ControllerConfig) -> dict[str, Any]:
@@ -186,19 +197,19 @@ def leader_election_role_binding(config: ControllerConfig) -> dict[str, Any]:
 def _binding(
     kind: str, role_kind: str, namespace_name: str | None, config: ControllerConfig
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": kind,
-        "metadata": _metadata(NAME, namespace_name),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME},
-        "subjects": [
+    return _object(
+        RBAC_API,
+        kind,
+        _metadata(NAME, namespace_name),
+        roleRef={"apiGroup": RBAC_GROUP, "kind": role_kind, "name": NAME},
+        subjects=[
             {
                 "kind": "ServiceAccount",
                 "name": config.service_account,
                 "namespace": config.namespace,
             }
         ],
-    }
+    )
 
 
 def controller_env(config: ControllerConfig) -> list[dict[str, Any]]:
@@ -219,34 +230,21 @@ def controller_env(config: ControllerConfig) -> list[dict[str, Any]]:
 
 
 def deployment(config: ControllerConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _metadata(NAME, config.namespace),
-        "spec": {
-            "replicas": config.replicas,
-            "revisionHistoryLimit": 10,
-            "strategy": {"rollingUpdate": {"maxUnavailable": 1}},
-            "selector": {"matchLabels": selector_labels()},
-            "template": {
-                "metadata": {"labels": common_labels()},
-                "spec": _pod_spec(config),
-            },
-        },
+    spec = {
+        "replicas": config.replicas,
+        "revisionHistoryLimit": 10,
+        "strategy": {"rollingUpdate": {"maxUnavailable": 1}},
+        "selector": {"matchLabels": selector_labels()},
+        "template": {"metadata": {"labels": common_labels()}, "spec": _pod_spec(config)},
     }
+    return _controller_object("apps/v1", "Deployment", config, spec)
 
 
 def _pod_spec(config: ControllerConfig) -> dict[str, Any]:
     return {
         "serviceAccountName": config.service_account,
         "priorityClassName": PRIORITY_CLASS,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_ID,
-            "runAsGroup": RUN_AS_ID,
-            "fsGroup": RUN_AS_ID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": {**_runs_as_non_root(), "fsGroup": RUN_AS_ID},
         "affinity": _affinity(),
         "topologySpreadConstraints": [
             {
@@ -295,13 +293,10 @@ def _container(config: ControllerConfig) -> dict[str, Any]:
         "readinessProbe": _probe("/readyz", initial_delay=5),
         "resources": dict(config.resources),
         "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_ID,
-            "runAsGroup": RUN_AS_ID,
+            **_runs_as_non_root(),
             "readOnlyRootFilesystem": True,
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
@@ -316,43 +311,26 @@ def _probe(path: str, initial_delay: int) -> dict[str, Any]:
 
 
 def pod_disruption_budget(config: ControllerConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": _metadata(NAME, config.namespace),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels()}},
-    }
+    spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels()}}
+    return _controller_object("policy/v1", "PodDisruptionBudget", config, spec)
 
 
 def metrics_service(config: ControllerConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _metadata(NAME, config.namespace),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector_labels(),
-            "ports": [
-                {
-                    "name": METRICS_PORT_NAME,
-                    "port": METRICS_PORT,
-                    "targetPort": METRICS_PORT_NAME,
-                    "protocol": "TCP",
-                }
-            ],
-        },
+    port = {
+        "name": METRICS_PORT_NAME,
+        "port": METRICS_PORT,
+        "targetPort": METRICS_PORT_NAME,
+        "protocol": "TCP",
     }
+    spec = {"type": "ClusterIP", "selector": selector_labels(), "ports": [port]}
+    return _controller_object("v1", "Service", config, spec)
 
 
 def service_monitor(config: ControllerConfig) -> dict[str, Any]:
     """A Prometheus Operator ServiceMonitor for the metrics Service."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": _metadata(NAME, config.namespace),
-        "spec": {
-            "selector": {"matchLabels": selector_labels()},
-            "namespaceSelector": {"matchNames": [config.namespace]},
-            "endpoints": [{"port": METRICS_PORT_NAME, "path": "/metrics"}],
-        },
+    spec = {
+        "selector": {"matchLabels": selector_labels()},
+        "namespaceSelector": {"matchNames": [config.namespace]},
+        "endpoints": [{"port": METRICS_PORT_NAME, "path": "/metrics"}],
     }
+    return _controller_object("monitoring.coreos.com/v1", "ServiceMonitor", config, spec)

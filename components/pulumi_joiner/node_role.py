@@ -11,6 +11,7 @@ from pulumi_joiner._common import (
     TYPE_PREFIX,
     check_choice,
     child_opts,
+    declared_outputs,
     invoke_opts,
     json_output,
     require,
@@ -104,14 +105,7 @@ class NodeRole(pulumi.ComponentResource):
         self.role_arn = role.arn
         self.role_name = role.name
         self.aws_auth_role_mapping = role.arn.apply(_aws_auth_mapping)
-        self.register_outputs(
-            {
-                "role_arn": self.role_arn,
-                "role_name": self.role_name,
-                "instance_profile_name": self.instance_profile_name,
-                "aws_auth_role_mapping": self.aws_auth_role_mapping,
-            }
-        )
+        self.register_outputs(declared_outputs(self))
 
 
 def _aws_auth_mapping(role_arn: str) -> dict[str, Any]:

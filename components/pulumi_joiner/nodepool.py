@@ -15,6 +15,7 @@ from pulumi_joiner._common import (
     ArgumentError,
     child_opts,
     custom_resource,
+    declared_outputs,
     require,
 )
 
@@ -82,9 +83,7 @@ class NodePool(pulumi.ComponentResource):
         )
         self.node_pool_name = pulumi.Output.from_input(pool_name)
         self.node_class_name = pulumi.Output.from_input(class_name)
-        self.register_outputs(
-            {"node_pool_name": self.node_pool_name, "node_class_name": self.node_class_name}
-        )
+        self.register_outputs(declared_outputs(self))
 
 
 def default_node_pool_spec(class_name: str) -> dict[str, Any]:

@@ -60,3 +60,20 @@ def string_list_from_config(config: pulumi.Config, key: str, example: str) -> li
             f" pulumi config set --path '{where}[0]' {example}"
         )
     return value
+
+
+# Stack outputs both programs export: output name -> attribute of Autoscaler and Cluster.
+JOINER_OUTPUTS = {
+    "controllerRoleArn": "controller_role_arn",
+    "nodeRoleArn": "node_role_arn",
+    "nodeRoleName": "node_role_name",
+    "interruptionQueue": "queue_name",
+    "namespace": "namespace",
+}
+
+
+def export_outputs(component: pulumi.ComponentResource, **outputs: str) -> None:
+    """Exports the JOINER_OUTPUTS of ``component``, then ``name=attribute`` for each of
+    ``outputs``."""
+    for name, attribute in {**JOINER_OUTPUTS, **outputs}.items():
+        pulumi.export(name, getattr(component, attribute))

@@ -6,14 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from joiner.api.ec2nodeclass import DEFAULT_METADATA_OPTIONS
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
+from joiner_policies._declare import allow_option, resource_policy
 from joiner_policies._kubernetes import EC2NODECLASS, is_kind
 from joiner_policies._values import config_value, dig, is_true, items, mapping, number
 
@@ -111,52 +106,35 @@ def _no_public_ip(args: ResourceValidationArgs, report: ReportViolation) -> None
             )
 
 
-ec2_imdsv2_required = ResourceValidationPolicy(
-    name="ec2-imdsv2-required",
-    description=(
-        "Launch templates and EC2NodeClasses require IMDSv2 (httpTokens: required) with a "
-        "hop limit of at most maxHopLimit (1)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "maxHopLimit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 64,
-                "default": 1,
-                "description": "Highest httpPutResponseHopLimit allowed (1: pods cannot "
-                "reach the node's instance metadata).",
-            }
+ec2_imdsv2_required = resource_policy(
+    "ec2-imdsv2-required",
+    "Launch templates and EC2NodeClasses require IMDSv2 (httpTokens: required) with a "
+    "hop limit of at most maxHopLimit (1).",
+    _imdsv2_required,
+    options={
+        "maxHopLimit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 64,
+            "default": 1,
+            "description": "Highest httpPutResponseHopLimit allowed (1: pods cannot "
+            "reach the node's instance metadata).",
         }
-    ),
-    validate=_imdsv2_required,
+    },
 )
 
-ec2_ebs_encrypted = ResourceValidationPolicy(
-    name="ec2-ebs-encrypted",
-    description="EBS volumes declared by launch templates and EC2NodeClasses are encrypted.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_ebs_encrypted,
+ec2_ebs_encrypted = resource_policy(
+    "ec2-ebs-encrypted",
+    "EBS volumes declared by launch templates and EC2NodeClasses are encrypted.",
+    _ebs_encrypted,
 )
 
-ec2_no_public_ip = ResourceValidationPolicy(
-    name="ec2-no-public-ip",
-    description=(
-        "Launch templates, EC2NodeClasses and pulumi-eks clusters do not give nodes public IP "
-        "addresses unless allowPublicIp is set."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "allowPublicIp": {
-                "type": "boolean",
-                "default": False,
-                "description": "Allow nodes with public IP addresses.",
-            }
-        }
-    ),
-    validate=_no_public_ip,
+ec2_no_public_ip = resource_policy(
+    "ec2-no-public-ip",
+    "Launch templates, EC2NodeClasses and pulumi-eks clusters do not give nodes public IP "
+    "addresses unless allowPublicIp is set.",
+    _no_public_ip,
+    options={"allowPublicIp": allow_option("Allow nodes with public IP addresses.")},
 )
 
 POLICIES = [ec2_imdsv2_required, ec2_ebs_encrypted, ec2_no_public_ip]

@@ -6,14 +6,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs
 
+from joiner_policies._declare import resource_policy, string_list_option
 from joiner_policies._values import config_value, is_set, is_true, items, mapping, strings
 
 AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
@@ -106,31 +101,24 @@ def _secrets_encryption(args: ResourceValidationArgs, report: ReportViolation) -
         )
 
 
-eks_public_endpoint_restricted = ResourceValidationPolicy(
-    name="eks-public-endpoint-restricted",
-    description=(
-        "An EKS cluster's public API endpoint is not open to 0.0.0.0/0 (or, when "
-        "allowedPublicAccessCidrs is configured, only reachable from those ranges)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "allowedPublicAccessCidrs": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Ranges the public endpoint may be open to; every "
-                "publicAccessCidrs entry must lie inside one. Unset: anything but /0.",
-            }
-        }
-    ),
-    validate=_public_endpoint,
+eks_public_endpoint_restricted = resource_policy(
+    "eks-public-endpoint-restricted",
+    "An EKS cluster's public API endpoint is not open to 0.0.0.0/0 (or, when "
+    "allowedPublicAccessCidrs is configured, only reachable from those ranges).",
+    _public_endpoint,
+    options={
+        "allowedPublicAccessCidrs": string_list_option(
+            "Ranges the public endpoint may be open to; every publicAccessCidrs entry must "
+            "lie inside one. Unset: anything but /0."
+        )
+    },
 )
 
-eks_secrets_encryption = ResourceValidationPolicy(
-    name="eks-secrets-encryption",
-    description="EKS clusters envelope-encrypt Kubernetes secrets with a KMS key.",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=_secrets_encryption,
+eks_secrets_encryption = resource_policy(
+    "eks-secrets-encryption",
+    "EKS clusters envelope-encrypt Kubernetes secrets with a KMS key.",
+    _secrets_encryption,
+    level=EnforcementLevel.ADVISORY,
 )
 
 POLICIES = [eks_public_endpoint_restricted, eks_secrets_encryption]

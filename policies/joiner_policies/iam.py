@@ -10,13 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from joiner.infra.iam import LAUNCH_ACTIONS
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
+from joiner_policies._declare import resource_policy
 from joiner_policies._values import items, mapping, strings
 from joiner_policies.iam_documents import (
     DocumentError,
@@ -175,39 +171,31 @@ def _unpinned_claims(statement: Statement, issuer: str) -> list[str]:
     ]
 
 
-iam_no_wildcard_actions = ResourceValidationPolicy(
-    name="iam-no-wildcard-actions",
-    description="IAM Allow statements name their actions: no '*', no 'service:*', no NotAction.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_no_wildcard_actions,
+iam_no_wildcard_actions = resource_policy(
+    "iam-no-wildcard-actions",
+    "IAM Allow statements name their actions: no '*', no 'service:*', no NotAction.",
+    _no_wildcard_actions,
 )
 
-iam_ec2_tag_conditions = ResourceValidationPolicy(
-    name="iam-ec2-tag-conditions",
-    description=(
-        "ec2:TerminateInstances, ec2:DeleteLaunchTemplate, ec2:CreateTags and "
-        "ec2:RunInstances/CreateFleet on launch templates carry a resource- or request-tag "
-        "condition."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_ec2_tag_conditions,
+iam_ec2_tag_conditions = resource_policy(
+    "iam-ec2-tag-conditions",
+    "ec2:TerminateInstances, ec2:DeleteLaunchTemplate, ec2:CreateTags and "
+    "ec2:RunInstances/CreateFleet on launch templates carry a resource- or request-tag "
+    "condition.",
+    _ec2_tag_conditions,
 )
 
-iam_passrole_scoped = ResourceValidationPolicy(
-    name="iam-passrole-scoped",
-    description="iam:PassRole is allowed only on named roles, never on '*'.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_passrole_scoped,
+iam_passrole_scoped = resource_policy(
+    "iam-passrole-scoped",
+    "iam:PassRole is allowed only on named roles, never on '*'.",
+    _passrole_scoped,
 )
 
-iam_irsa_trust_pinned = ResourceValidationPolicy(
-    name="iam-irsa-trust-pinned",
-    description=(
-        "Roles trusted through an OIDC provider (IRSA) pin both the token's sub (the "
-        "service account) and aud (sts.amazonaws.com)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_irsa_trust_pinned,
+iam_irsa_trust_pinned = resource_policy(
+    "iam-irsa-trust-pinned",
+    "Roles trusted through an OIDC provider (IRSA) pin both the token's sub (the "
+    "service account) and aud (sts.amazonaws.com).",
+    _irsa_trust_pinned,
 )
 
 POLICIES = [

@@ -8,16 +8,13 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api.nodepool import DEFAULT_BUDGET_NODES
 from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
+from joiner_policies._declare import allow_option, resource_policy, stack_policy, string_list_option
 from joiner_policies._kubernetes import DEPLOYMENT, EC2NODECLASS, NODEPOOL, is_kind
 from joiner_policies._values import (
     config_value,
@@ -212,71 +209,49 @@ def _nodeclass_exists(args: StackValidationArgs, report: ReportViolation) -> Non
         )
 
 
-nodepool_limits = ResourceValidationPolicy(
-    name="nodepool-limits",
-    description="Every NodePool sets spec.limits with a cpu, memory or nodes ceiling.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_nodepool_limits,
+nodepool_limits = resource_policy(
+    "nodepool-limits",
+    "Every NodePool sets spec.limits with a cpu, memory or nodes ceiling.",
+    _nodepool_limits,
 )
 
-nodepool_expiry = ResourceValidationPolicy(
-    name="nodepool-expiry",
-    description="NodePools do not set expireAfter: Never unless allowNeverExpire is set.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "allowNeverExpire": {
-                "type": "boolean",
-                "default": False,
-                "description": "Allow NodePools whose nodes never expire.",
-            }
-        }
-    ),
-    validate=_nodepool_expiry,
+nodepool_expiry = resource_policy(
+    "nodepool-expiry",
+    "NodePools do not set expireAfter: Never unless allowNeverExpire is set.",
+    _nodepool_expiry,
+    options={"allowNeverExpire": allow_option("Allow NodePools whose nodes never expire.")},
 )
 
-nodepool_disruption_budgets = ResourceValidationPolicy(
-    name="nodepool-disruption-budgets",
-    description=(
-        "NodePools keep a disruption budget that always applies and allows fewer than 100% "
-        "of nodes (the API default, nodes: 10%, counts)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_nodepool_budgets,
+nodepool_disruption_budgets = resource_policy(
+    "nodepool-disruption-budgets",
+    "NodePools keep a disruption budget that always applies and allows fewer than 100% "
+    "of nodes (the API default, nodes: 10%, counts).",
+    _nodepool_budgets,
 )
 
-ec2nodeclass_selectors = ResourceValidationPolicy(
-    name="ec2nodeclass-selectors",
-    description="EC2NodeClass subnet, security group and AMI selector terms are not empty.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_nodeclass_selectors,
+ec2nodeclass_selectors = resource_policy(
+    "ec2nodeclass-selectors",
+    "EC2NodeClass subnet, security group and AMI selector terms are not empty.",
+    _nodeclass_selectors,
 )
 
-controller_hardened = ResourceValidationPolicy(
-    name="autoscaler-controller-hardened",
-    description=(
-        "The autoscaler controller Deployment runs as non-root with a read-only root "
-        "filesystem and never on nodes it manages."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "controllerNames": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": DEFAULT_CONTROLLER_NAMES,
-                "description": f"{APP_NAME_LABEL} values that mark the controller Deployment.",
-            }
-        }
-    ),
-    validate=_controller_hardened,
+controller_hardened = resource_policy(
+    "autoscaler-controller-hardened",
+    "The autoscaler controller Deployment runs as non-root with a read-only root "
+    "filesystem and never on nodes it manages.",
+    _controller_hardened,
+    options={
+        "controllerNames": string_list_option(
+            f"{APP_NAME_LABEL} values that mark the controller Deployment.",
+            default=DEFAULT_CONTROLLER_NAMES,
+        )
+    },
 )
 
-nodepool_nodeclass_exists = StackValidationPolicy(
-    name="nodepool-nodeclass-exists",
-    description="Every NodePool references an EC2NodeClass declared in the same stack.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_nodeclass_exists,
+nodepool_nodeclass_exists = stack_policy(
+    "nodepool-nodeclass-exists",
+    "Every NodePool references an EC2NodeClass declared in the same stack.",
+    _nodeclass_exists,
 )
 
 POLICIES = [

@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
+from joiner_policies._declare import resource_policy, stack_policy, string_list_option
 from joiner_policies._values import config_value, is_set, is_true, known, mapping, strings
 from joiner_policies.iam_documents import (
     DocumentError,
@@ -148,38 +145,30 @@ def _targets_same_account(args: StackValidationArgs, report: ReportViolation) ->
         )
 
 
-sqs_queue_encrypted = ResourceValidationPolicy(
-    name="sqs-queue-encrypted",
-    description="SQS queues have server-side encryption on (SSE-SQS or SSE-KMS).",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_queue_encrypted,
+sqs_queue_encrypted = resource_policy(
+    "sqs-queue-encrypted",
+    "SQS queues have server-side encryption on (SSE-SQS or SSE-KMS).",
+    _queue_encrypted,
 )
 
-sqs_queue_denies_insecure_transport = StackValidationPolicy(
-    name="sqs-queue-denies-insecure-transport",
-    description=(
-        "Every SQS queue has a policy (inline or QueuePolicy) that denies sqs:* to everyone "
-        "when aws:SecureTransport is false."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_queues_deny_insecure_transport,
+sqs_queue_denies_insecure_transport = stack_policy(
+    "sqs-queue-denies-insecure-transport",
+    "Every SQS queue has a policy (inline or QueuePolicy) that denies sqs:* to everyone "
+    "when aws:SecureTransport is false.",
+    _queues_deny_insecure_transport,
 )
 
-eventbridge_target_same_account = StackValidationPolicy(
-    name="eventbridge-target-same-account",
-    description="EventBridge targets send only to SQS queues in the stack's own account.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "accountIds": {
-                "type": "array",
-                "items": {"type": "string", "pattern": "^[0-9]{12}$"},
-                "default": [],
-                "description": "Accounts this stack deploys to (queues there are 'ours').",
-            }
-        }
-    ),
-    validate=_targets_same_account,
+eventbridge_target_same_account = stack_policy(
+    "eventbridge-target-same-account",
+    "EventBridge targets send only to SQS queues in the stack's own account.",
+    _targets_same_account,
+    options={
+        "accountIds": string_list_option(
+            "Accounts this stack deploys to (queues there are 'ours').",
+            items={"pattern": "^[0-9]{12}$"},
+            default=[],
+        )
+    },
 )
 
 POLICIES = [

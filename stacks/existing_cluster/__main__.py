@@ -19,7 +19,11 @@ of the stack that created it (joiner:clusterStack); explicit config wins.
 
 import pulumi
 from pulumi_joiner import Autoscaler
-from pulumi_joiner.stack_config import CONFIG_NAMESPACE, node_pools_from_config
+from pulumi_joiner.stack_config import (
+    CONFIG_NAMESPACE,
+    export_outputs,
+    node_pools_from_config,
+)
 
 CLUSTER_KEYS = {
     "cluster_name": "clusterName",
@@ -61,9 +65,4 @@ if node_pools is not None:
 
 autoscaler = Autoscaler("joiner", args)
 
-pulumi.export("controllerRoleArn", autoscaler.controller_role_arn)
-pulumi.export("nodeRoleArn", autoscaler.node_role_arn)
-pulumi.export("nodeRoleName", autoscaler.node_role_name)
-pulumi.export("interruptionQueue", autoscaler.queue_name)
-pulumi.export("interruptionQueueUrl", autoscaler.queue_url)
-pulumi.export("namespace", autoscaler.namespace)
+export_outputs(autoscaler, interruptionQueueUrl="queue_url")

@@ -16,6 +16,7 @@ import pulumi
 from pulumi_joiner import Cluster
 from pulumi_joiner.stack_config import (
     CONFIG_NAMESPACE,
+    export_outputs,
     node_pools_from_config,
     optional_settings,
     string_list_from_config,
@@ -51,16 +52,14 @@ if node_pools is not None:
 
 cluster = Cluster("joiner", args)
 
-pulumi.export("clusterName", cluster.cluster_name)
-pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("clusterEndpoint", cluster.cluster_endpoint)
-pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
-pulumi.export("oidcProviderUrl", cluster.oidc_provider_url)
-pulumi.export("vpcId", cluster.vpc_id)
-pulumi.export("privateSubnetIds", cluster.private_subnet_ids)
-pulumi.export("controllerRoleArn", cluster.controller_role_arn)
-pulumi.export("nodeRoleArn", cluster.node_role_arn)
-pulumi.export("nodeRoleName", cluster.node_role_name)
-pulumi.export("interruptionQueue", cluster.queue_name)
-pulumi.export("namespace", cluster.namespace)
-pulumi.export("secretsEncryptionKeyArn", cluster.secrets_encryption_key_arn)
+export_outputs(
+    cluster,
+    clusterName="cluster_name",
+    kubeconfig="kubeconfig",
+    clusterEndpoint="cluster_endpoint",
+    oidcProviderArn="oidc_provider_arn",
+    oidcProviderUrl="oidc_provider_url",
+    vpcId="vpc_id",
+    privateSubnetIds="private_subnet_ids",
+    secretsEncryptionKeyArn="secrets_encryption_key_arn",
+)

@@ -22,6 +22,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
+from pulumi_joiner._common import declared_outputs
 
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
@@ -225,3 +226,11 @@ def run_program(
 
     _sync_await(run_pulumi_func(main))
     return program
+
+
+def component_outputs(
+    build: Callable[[], pulumi.ComponentResource],
+) -> Callable[[], dict[str, Any]]:
+    """A program for ``run_program`` that builds one component and returns every output the
+    component declares, by its attribute name."""
+    return lambda: declared_outputs(build())

@@ -5,7 +5,7 @@ import json
 
 import pulumi
 import pytest
-from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION
+from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION, component_outputs
 from pulumi_joiner import Autoscaler
 
 BASE = {
@@ -19,20 +19,7 @@ DYNAMIC = "pulumi-python:dynamic:Resource"
 
 
 def autoscaler(args):
-    def program():
-        component = Autoscaler("joiner", args)
-        return {
-            "controller_role_arn": component.controller_role_arn,
-            "node_role_arn": component.node_role_arn,
-            "node_role_name": component.node_role_name,
-            "queue_name": component.queue_name,
-            "queue_url": component.queue_url,
-            "namespace": component.namespace,
-            "image": component.image,
-            "pools": component.node_pool_names,
-        }
-
-    return program
+    return component_outputs(lambda: Autoscaler("joiner", args))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +53,7 @@ def test_outputs_are_wired_through(program):
         "queue_url": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/demo",
         "namespace": "karpenter",
         "image": "registry.example/joiner:1",
-        "pools": ["default"],
+        "node_pool_names": ["default"],
     }
 
 
@@ -178,7 +165,7 @@ def test_pod_identity_without_interruption_and_with_kubeconfig(run):
     assert (
         program.outputs["queue_name"],
         program.outputs["queue_url"],
-        program.outputs["pools"],
+        program.outputs["node_pool_names"],
     ) == (None, None, [])
     provider = program.one("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "{}"

@@ -13,6 +13,7 @@ from pulumi_harness import (
     OIDC_ISSUER,
     OIDC_PROVIDER_ARN,
     REGION,
+    component_outputs,
 )
 from pulumi_joiner import Cluster
 from pulumi_joiner.cluster import subnet_cidrs
@@ -23,30 +24,13 @@ GIVEN_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-123
 
 
 def cluster(args):
-    def program():
-        component = Cluster(
-            "joiner",
-            {
-                "cluster_name": "demo",
-                "image": "registry.example/joiner:1",
-                "public_access_cidrs": [OFFICE],
-                **args,
-            },
-        )
-        return {
-            "cluster_name": component.cluster_name,
-            "kubeconfig": component.kubeconfig,
-            "endpoint": component.cluster_endpoint,
-            "oidc_arn": component.oidc_provider_arn,
-            "oidc_url": component.oidc_provider_url,
-            "private_subnet_ids": component.private_subnet_ids,
-            "controller_role_arn": component.controller_role_arn,
-            "queue_name": component.queue_name,
-            "namespace": component.namespace,
-            "secrets_key_arn": component.secrets_encryption_key_arn,
-        }
-
-    return program
+    given = {
+        "cluster_name": "demo",
+        "image": "registry.example/joiner:1",
+        "public_access_cidrs": [OFFICE],
+        **args,
+    }
+    return component_outputs(lambda: Cluster("joiner", given))
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +109,11 @@ def test_outputs(program):
     outputs = program.outputs
     assert outputs["cluster_name"] == "demo"
     assert json.loads(outputs["kubeconfig"])["clusters"][0]["cluster"]["server"] == CLUSTER_ENDPOINT
-    assert (outputs["endpoint"], outputs["oidc_arn"], outputs["oidc_url"]) == (
+    assert (
+        outputs["cluster_endpoint"],
+        outputs["oidc_provider_arn"],
+        outputs["oidc_provider_url"],
+    ) == (
         CLUSTER_ENDPOINT,
         OIDC_PROVIDER_ARN,
         f"https://{OIDC_ISSUER}",
@@ -189,21 +177,21 @@ def test_secrets_are_encrypted_with_a_created_key_by_default(run):
     eks = program.one("eks:index:Cluster")
     assert eks.inputs["encryptionConfigKeyArn"] == CREATED_KEY_ARN
     assert program.depends_on(eks, key)
-    assert program.outputs["secrets_key_arn"] == CREATED_KEY_ARN
+    assert program.outputs["secrets_encryption_key_arn"] == CREATED_KEY_ARN
 
 
 def test_secrets_are_encrypted_with_a_given_key(run):
     program = run(cluster({"secrets_encryption_key_arn": GIVEN_KEY_ARN}))
     assert not program.of_type("aws:kms/key:Key")
     assert program.one("eks:index:Cluster").inputs["encryptionConfigKeyArn"] == GIVEN_KEY_ARN
-    assert program.outputs["secrets_key_arn"] == GIVEN_KEY_ARN
+    assert program.outputs["secrets_encryption_key_arn"] == GIVEN_KEY_ARN
 
 
 def test_secrets_encryption_turned_off(run):
     program = run(cluster({"create_secrets_encryption_key": False}))
     assert not program.of_type("aws:kms/key:Key")
     assert "encryptionConfigKeyArn" not in program.one("eks:index:Cluster").inputs
-    assert program.outputs["secrets_key_arn"] is None
+    assert program.outputs["secrets_encryption_key_arn"] is None
 
 
 @pytest.mark.parametrize(

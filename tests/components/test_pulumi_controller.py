@@ -8,7 +8,7 @@ import pulumi
 import pytest
 from joiner.api.crds import render_crds
 from joiner.settings import SETTINGS, Settings
-from pulumi_harness import ACCOUNT, REGION
+from pulumi_harness import ACCOUNT, REGION, component_outputs
 from pulumi_joiner import Controller
 from pulumi_joiner.manifests import ControllerConfig, cluster_role_rules, controller_env
 
@@ -25,17 +25,7 @@ SELECTOR = {"app.kubernetes.io/name": "joiner", "app.kubernetes.io/instance": "j
 
 
 def controller(args):
-    def program():
-        component = Controller("ctl", args)
-        return {
-            "namespace": component.namespace,
-            "service_account": component.service_account_name,
-            "image": component.image,
-            "deployment": component.deployment_name,
-            "crds": component.crd_names,
-        }
-
-    return program
+    return component_outputs(lambda: Controller("ctl", args))
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +68,7 @@ def test_crds_are_the_rendered_ones(program):
     assert {c.inputs["metadata"]["name"] for c in crds} == set(rendered)
     for crd in crds:
         assert crd.inputs["spec"] == rendered[crd.inputs["metadata"]["name"]]["spec"]
-    assert sorted(program.outputs["crds"]) == sorted(rendered)
+    assert sorted(program.outputs["crd_names"]) == sorted(rendered)
 
 
 def test_deployment_spec(program):
@@ -225,7 +215,7 @@ def test_service_account_pdb_and_metrics_service(program):
     (service,) = program.kubernetes("Service")
     assert service.inputs["spec"]["ports"][0]["port"] == 8080
     assert program.outputs["namespace"] == "karpenter"
-    assert program.outputs["deployment"] == "joiner"
+    assert program.outputs["deployment_name"] == "joiner"
 
 
 def test_namespaced_objects_wait_for_the_namespace(program):

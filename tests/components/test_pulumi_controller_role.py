@@ -5,7 +5,7 @@ import json
 import pulumi
 import pytest
 from joiner.infra.iam import ControllerPolicyParams, controller_policy
-from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION
+from pulumi_harness import ACCOUNT, OIDC_ISSUER, OIDC_PROVIDER_ARN, REGION, component_outputs
 from pulumi_joiner import ControllerRole
 
 NODE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/demo-node"
@@ -20,17 +20,7 @@ IRSA = {
 
 
 def build(args):
-    def program():
-        role = ControllerRole("ctl", args)
-        return {
-            "role_arn": role.role_arn,
-            "role_name": role.role_name,
-            "policy_arn": role.policy_arn,
-            "policy_json": role.policy_json,
-            "pod_identity": role.uses_pod_identity,
-        }
-
-    return program
+    return component_outputs(lambda: ControllerRole("ctl", args))
 
 
 def test_irsa_role_trusts_only_the_service_account(run):
@@ -60,7 +50,7 @@ def test_policy_is_the_pure_document_for_the_provider_context(run):
     assert attachment.inputs["policyArn"] == f"arn:aws:iam::{ACCOUNT}:policy/ctl-policy"
     assert program.outputs["role_arn"] == f"arn:aws:iam::{ACCOUNT}:role/ctl-role"
     assert program.outputs["policy_arn"] == f"arn:aws:iam::{ACCOUNT}:policy/ctl-policy"
-    assert program.outputs["pod_identity"] is False
+    assert program.outputs["uses_pod_identity"] is False
 
 
 def test_explicit_region_account_and_custom_service_account(run):
@@ -94,7 +84,7 @@ def test_pod_identity_association_instead_of_irsa(run):
         "karpenter",
     )
     assert association.inputs["roleArn"] == program.outputs["role_arn"]
-    assert program.outputs["pod_identity"] is True
+    assert program.outputs["uses_pod_identity"] is True
     assert not [
         s
         for s in json.loads(program.outputs["policy_json"])["Statement"]

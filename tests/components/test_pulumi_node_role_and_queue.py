@@ -5,7 +5,7 @@ import json
 import pulumi
 import pytest
 from joiner.infra.events import INTERRUPTION_EVENT_PATTERNS
-from pulumi_harness import ACCOUNT, REGION
+from pulumi_harness import ACCOUNT, REGION, component_outputs
 from pulumi_joiner import InterruptionQueue, NodeRole
 
 MANAGED = [
@@ -17,16 +17,7 @@ MANAGED = [
 
 
 def node_role(args):
-    def program():
-        role = NodeRole("nodes", args)
-        return {
-            "arn": role.role_arn,
-            "name": role.role_name,
-            "profile": role.instance_profile_name,
-            "mapping": role.aws_auth_role_mapping,
-        }
-
-    return program
+    return component_outputs(lambda: NodeRole("nodes", args))
 
 
 def test_node_role_trusts_ec2_with_the_managed_policies_and_an_access_entry(run):
@@ -43,7 +34,7 @@ def test_node_role_trusts_ec2_with_the_managed_policies_and_an_access_entry(run)
     assert entry.inputs["clusterName"] == "demo"
     assert entry.inputs["principalArn"] == f"arn:aws:iam::{ACCOUNT}:role/nodes-role"
     assert not program.of_type("aws:iam/instanceProfile:InstanceProfile")
-    assert program.outputs["profile"] is None
+    assert program.outputs["instance_profile_name"] is None
     assert all(
         program.ancestors(r) == ["joiner:index:NodeRole"] for r in program.resources if r.custom
     )
@@ -62,14 +53,14 @@ def test_aws_auth_mode_returns_the_mapping_and_creates_no_access_entry(run):
         )
     )
     assert not program.of_type("aws:eks/accessEntry:AccessEntry")
-    assert program.outputs["mapping"] == {
+    assert program.outputs["aws_auth_role_mapping"] == {
         "rolearn": f"arn:aws:iam::{ACCOUNT}:role/n",
         "username": "system:node:{{EC2PrivateDNSName}}",
         "groups": ["system:bootstrappers", "system:nodes"],
     }
     profile = program.one("aws:iam/instanceProfile:InstanceProfile")
     assert profile.inputs["role"] == "n"
-    assert program.outputs["profile"] == "nodes-profile"
+    assert program.outputs["instance_profile_name"] == "nodes-profile"
     arns = [
         a.inputs["policyArn"]
         for a in program.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -86,16 +77,7 @@ def test_node_role_bad_access_mode(run):
 
 
 def queue_program(args):
-    def program():
-        queue = InterruptionQueue("irq", args)
-        return {
-            "arn": queue.queue_arn,
-            "name": queue.queue_name,
-            "url": queue.queue_url,
-            "rules": queue.rule_names,
-        }
-
-    return program
+    return component_outputs(lambda: InterruptionQueue("irq", args))
 
 
 def test_queue_settings_policy_and_rules(run):
@@ -107,10 +89,10 @@ def test_queue_settings_policy_and_rules(run):
     assert queue.inputs["tags"] == {"team": "infra"}
     arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:demo"
     assert program.outputs == {
-        "arn": arn,
-        "name": "demo",
-        "url": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/demo",
-        "rules": [f"irq-{suffix}" for suffix in INTERRUPTION_EVENT_PATTERNS],
+        "queue_arn": arn,
+        "queue_name": "demo",
+        "queue_url": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/demo",
+        "rule_names": [f"irq-{suffix}" for suffix in INTERRUPTION_EVENT_PATTERNS],
     }
     policy = json.loads(program.one("aws:sqs/queuePolicy:QueuePolicy").inputs["policy"])
     deny = next(s for s in policy["Statement"] if s["Sid"] == "DenyHTTP")
@@ -136,12 +118,12 @@ def test_queue_settings_policy_and_rules(run):
     targets = program.of_type("aws:cloudwatch/eventTarget:EventTarget")
     assert len(targets) == 5
     assert {t.inputs["arn"] for t in targets} == {arn}
-    assert sorted(t.inputs["rule"] for t in targets) == sorted(program.outputs["rules"])
+    assert sorted(t.inputs["rule"] for t in targets) == sorted(program.outputs["rule_names"])
 
 
 def test_queue_name_override_and_missing_cluster(run):
     program = run(queue_program({"cluster_name": "demo", "queue_name": "events"}))
-    assert program.outputs["name"] == "events"
+    assert program.outputs["queue_name"] == "events"
     with pytest.raises(
         pulumi.RunError, match="InterruptionQueue 'irq': argument 'cluster_name' is required"
     ):

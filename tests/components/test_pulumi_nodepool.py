@@ -3,6 +3,7 @@
 import pulumi
 import pytest
 from joiner.api.validation import validate_object
+from pulumi_harness import component_outputs
 from pulumi_joiner import NodePool
 from pulumi_joiner.nodepool import merge
 
@@ -28,11 +29,8 @@ def as_json(value):
 
 
 def pool(args, name="general"):
-    def program():
-        component = NodePool(name, {"cluster_name": "demo", "node_role_name": "demo-node", **args})
-        return {"pool": component.node_pool_name, "class": component.node_class_name}
-
-    return program
+    given = {"cluster_name": "demo", "node_role_name": "demo-node", **args}
+    return component_outputs(lambda: NodePool(name, given))
 
 
 def objects(program):
@@ -74,7 +72,7 @@ def test_defaults(run):
         }
     ]
     assert program.depends_on(node_pool, node_class)
-    assert program.outputs == {"pool": "general", "class": "general"}
+    assert program.outputs == {"node_pool_name": "general", "node_class_name": "general"}
     for resource in (node_pool, node_class):
         manifest = {k: v for k, v in resource.inputs.items() if k != "metadata"}
         assert validate_object(as_json({**manifest, "metadata": {"name": "general"}})) == []

@@ -1,11 +1,14 @@
 """What other Pulumi languages and the image build see: the component provider's schema
 (inferred from the annotations and docstrings) and the controller Dockerfile."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.analyzer import Analyzer, PropertyDefinition, camel_case
 from pulumi_joiner import COMPONENTS
+from pulumi_joiner.autoscaler import CONTROLLER_PASSTHROUGH
+from pulumi_joiner.cluster import AUTOSCALER_PASSTHROUGH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +44,32 @@ def test_required_inputs(schema):
         "Controller": ["clusterName"],
         "NodePool": ["clusterName", "nodeRoleName"],
     }
+
+
+def test_forwarded_arguments_are_declared_as_the_receiving_component_declares_them(schema):
+    # The analyzer reads each argument's description from the docstring in its own
+    # TypedDict (an inherited field would lose it), so forwarded arguments are declared
+    # again in every component that forwards them; this keeps the copies identical.
+    inputs = {name: c.inputs for name, c in schema["component_definitions"].items()}
+    for argument in CONTROLLER_PASSTHROUGH:
+        key = camel_case(argument)
+        assert inputs["Autoscaler"][key] == inputs["Controller"][key], argument
+        assert inputs["Cluster"][key] == inputs["Controller"][key], argument
+    for argument in set(AUTOSCALER_PASSTHROUGH) - set(CONTROLLER_PASSTHROUGH):
+        key = camel_case(argument)
+        assert _undescribed(inputs["Cluster"][key]) == _undescribed(inputs["Autoscaler"][key])
+
+
+def _undescribed(prop: PropertyDefinition | None) -> PropertyDefinition | None:
+    """``prop`` without its descriptions, nested ones included."""
+    if prop is None:
+        return None
+    return replace(
+        prop,
+        description=None,
+        items=_undescribed(prop.items),
+        additional_properties=_undescribed(prop.additional_properties),
+    )
 
 
 def test_provider_entry_point_serves_the_components():

@@ -10,7 +10,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -23,6 +23,7 @@ from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
+from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, requirement
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
 
@@ -60,18 +61,6 @@ class Replica:
         self.stop.set()
         self.thread.join(timeout=WAIT)
         assert not self.thread.is_alive()
-
-
-@pytest.fixture
-def store() -> MemoryKube:
-    return MemoryKube(RealClock())
-
-
-@pytest.fixture
-def apiserver(store: MemoryKube) -> Iterator[KubeHTTPServer]:
-    server = KubeHTTPServer(store, "127.0.0.1", 0).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -120,59 +109,12 @@ def start_replica(
 
 
 def install_pool(store: MemoryKube) -> None:
-    store.create(
-        {
-            "apiVersion": "karpenter.k8s.aws/v1",
-            "kind": "EC2NodeClass",
-            "metadata": {"name": "default"},
-            "spec": {
-                "role": "NodeRole",
-                "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-            },
-        }
-    )
-    store.create(
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": "default"},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.k8s.aws",
-                            "kind": "EC2NodeClass",
-                            "name": "default",
-                        },
-                        "requirements": [
-                            {"key": wk.CAPACITY_TYPE, "operator": "Exists"},
-                        ],
-                    }
-                }
-            },
-        }
-    )
+    store.create(ec2nodeclass())
+    store.create(nodepool(requirements=[requirement(wk.CAPACITY_TYPE, "Exists")]))
 
 
 def unschedulable_pod(store: MemoryKube, name: str) -> None:
-    pod = store.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "containers": [
-                    {"name": "c", "image": "app", "resources": {"requests": {"cpu": "1500m"}}}
-                ]
-            },
-        }
-    )
-    pod["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-    ]
-    store.update_status(pod)
+    create_unschedulable(store, pod(name, cpu="1500m"))
 
 
 def claims_of(store: MemoryKube) -> list[dict]:

@@ -35,6 +35,14 @@ from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection
 from joiner.settings import Settings
 from joiner.sim.embedded_aws import CapacityOutage
+from joiner.testing import (
+    capacity_types,
+    create_unschedulable,
+    kubelet_node,
+    nodepool,
+    pod,
+    requirement,
+)
 
 WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
 
@@ -114,65 +122,24 @@ def _wait_nodeclass_ready(store: MemoryKube) -> None:
 def _nodepool(
     name: str = "default", instance_type: str = "m5.large", weight: int = 1
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "weight": weight,
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": [instance_type]},
-                        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-                    ],
-                }
-            },
-        },
-    }
+    return nodepool(
+        name,
+        requirements=[
+            requirement(wk.INSTANCE_TYPE, "In", [instance_type]),
+            capacity_types("on-demand"),
+        ],
+        weight=weight,
+    )
 
 
 def _unschedulable_pod(store: MemoryKube) -> None:
-    pod = store.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "app", "namespace": "default"},
-            "spec": {
-                "containers": [
-                    {"name": "app", "image": "app", "resources": {"requests": {"cpu": "1"}}}
-                ]
-            },
-        }
-    )
-    pod["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-    ]
-    store.update_status(pod)
+    create_unschedulable(store, pod("app", cpu="1"))
 
 
 def _kubelet_registers(store: MemoryKube, claim: dict[str, Any]) -> str:
     """The instance boots and its kubelet registers a Ready Node with the providerID."""
     name = f"ip-10-0-0-1.{REGION}.compute.internal"
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": dict(claim["metadata"]["labels"])},
-        "spec": {
-            "providerID": claim["status"]["providerID"],
-            "taints": [dict(wk.UNREGISTERED_TAINT)],
-        },
-        "status": {
-            "capacity": claim["status"]["capacity"],
-            "allocatable": claim["status"]["allocatable"],
-            "conditions": [],
-        },
-    }
+    node = kubelet_node(claim, name)
     set_condition(node["status"]["conditions"], "Ready", TRUE, time.time())
     store.create(node)
     return name

@@ -52,15 +52,7 @@ def check(
     """The messages a resource policy reports for one resource."""
     assert isinstance(policy, ResourceValidationPolicy)
     messages: list[str] = []
-    args = ResourceValidationArgs(
-        resource_type,
-        unknown_checking_proxy(copy.deepcopy(dict(props))),
-        urn_of(resource_type, name),
-        name,
-        _options(),
-        None,
-        config,
-    )
+    args = _validation_args(resource(resource_type, name, props), config)
     policy.validate(args, lambda message, urn=None: messages.append(message))
     return messages
 
@@ -83,6 +75,21 @@ def resource(
         None,
         list(dependencies),
         dict(property_dependencies or {}),
+    )
+
+
+def _validation_args(
+    target: PolicyResource, config: Mapping[str, Any] | None
+) -> ResourceValidationArgs:
+    """What a resource policy gets for ``target``: its inputs and the policy's config."""
+    return ResourceValidationArgs(
+        target.resource_type,
+        target.props,
+        target.urn,
+        target.name,
+        target.opts,
+        target.provider,
+        config,
     )
 
 
@@ -119,11 +126,8 @@ def evaluate(
                 violations.append(Violation(policy.name, level, name, message))
             continue
         for r in resources:
-            args = ResourceValidationArgs(
-                r.resource_type, r.props, r.urn, r.name, r.opts, r.provider, policy_config
-            )
             policy.validate(
-                args,
+                _validation_args(r, policy_config),
                 lambda message, urn=None, r=r, p=policy, lv=level: violations.append(
                     Violation(p.name, lv, r.name, message)
                 ),

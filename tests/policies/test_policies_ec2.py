@@ -9,26 +9,19 @@ from joiner_policies.ec2 import (
     ec2_imdsv2_required,
     ec2_no_public_ip,
 )
+from karpenter_objects import NODE_CLASS, node_class_props
 from policy_calls import check
 
-NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 GENERIC_CUSTOM_RESOURCE = "kubernetes:apiextensions.k8s.io/v1:CustomResource"
 
-NODE_CLASS_PROPS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "demo-node",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-        "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1.0},
-        "blockDeviceMappings": [
-            {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "encrypted": True}}
-        ],
-    },
-}
+NODE_CLASS_PROPS = node_class_props(
+    subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "demo"}}],
+    securityGroupSelectorTerms=[{"tags": {"karpenter.sh/discovery": "demo"}}],
+    metadataOptions={"httpTokens": "required", "httpPutResponseHopLimit": 1.0},
+    blockDeviceMappings=[
+        {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "encrypted": True}}
+    ],
+)
 LAUNCH_TEMPLATE_PROPS = {
     "imageId": "ami-0123",
     "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1.0},

@@ -11,53 +11,24 @@ from joiner_policies.kubernetes import (
     nodepool_limits,
     nodepool_nodeclass_exists,
 )
+from karpenter_objects import NODE_CLASS, node_class_props
 from policy_calls import check, check_stack, resource, urn_of
+from pulumi_joiner.nodepool import node_pool_manifest
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
-NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
-NODEPOOL_PROPS = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {
-                    "group": "karpenter.k8s.aws",
-                    "kind": "EC2NodeClass",
-                    "name": "default",
-                },
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
-                ],
-                "expireAfter": "720h",
-            }
-        },
-        "limits": {"cpu": "1000"},
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized"},
-    },
-}
-NODE_CLASS_PROPS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "demo-node",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}, {"id": "subnet-1"}],
-        "securityGroupSelectorTerms": [{"name": "nodes"}],
-    },
-}
+NODE_CLASS_PROPS = node_class_props(
+    subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "demo"}}, {"id": "subnet-1"}],
+    securityGroupSelectorTerms=[{"name": "nodes"}],
+)
 
 
 def nodepool(limits=None, disruption=None, expire_after=None, name="default", ref="default"):
-    props = copy.deepcopy(NODEPOOL_PROPS)
-    props["metadata"]["name"] = name
+    """The NodePool the components create by default, with the fields a test is about."""
+    props = node_pool_manifest(name, ref, {})
     spec = props["spec"]
-    spec["template"]["spec"]["nodeClassRef"]["name"] = ref
     if limits is not None:
         spec["limits"] = limits
     if disruption is not None:
@@ -65,6 +36,9 @@ def nodepool(limits=None, disruption=None, expire_after=None, name="default", re
     if expire_after is not None:
         spec["template"]["spec"]["expireAfter"] = expire_after
     return props
+
+
+NODEPOOL_PROPS = nodepool()
 
 
 @pytest.mark.parametrize(

@@ -29,9 +29,29 @@ def _parsed(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
     return tuple(res.parse_resource_list(dict(items)).items())
 
 
+# Requests of pod objects seen recently, by identity: the controller's state hands the
+# same (never edited) pod dicts to every scheduling pass, which sum the requests of every
+# pod on every node. The entry holds the pod, so its id cannot be reused while cached.
+_REQUESTS_CACHE_SIZE = 20_000
+_requests_by_pod: dict[int, tuple[Pod, ResourceList]] = {}
+
+
 def pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> ResourceList:
     """max(sum of containers + sidecars, each init container + sidecars started before it)
     + pod overhead (spec.overhead, else the RuntimeClass's), plus one ``pods``."""
+    if (pod.get("spec") or {}).get("runtimeClassName"):
+        return _pod_requests(pod, runtime_classes)  # depends on the RuntimeClasses too
+    cached = _requests_by_pod.get(id(pod))
+    if cached is not None and cached[0] is pod:
+        return dict(cached[1])
+    requests = _pod_requests(pod, runtime_classes)
+    if len(_requests_by_pod) >= _REQUESTS_CACHE_SIZE:
+        _requests_by_pod.clear()
+    _requests_by_pod[id(pod)] = (pod, requests)
+    return dict(requests)
+
+
+def _pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> ResourceList:
     spec = pod.get("spec") or {}
     running = res.sum_lists(_container_requests(c) for c in spec.get("containers") or ())
     sidecars: ResourceList = {}

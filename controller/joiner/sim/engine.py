@@ -29,7 +29,7 @@ from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
-from joiner.sim.podindex import PodIndex
+from joiner.sim.podindex import PodIndex, is_pending
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -71,7 +71,7 @@ class World:
     ) -> None:
         self.kube, self.cloud, self.observer = kube, cloud, observer
         self.manager = Manager(clock, pump=self.pump)
-        self.pods = PodIndex()  # fed below, before anything that reads it runs
+        self.pods = observer.pods  # fed below, before anything that reads it runs
         self.workloads = Workloads(kube, self.pods)
         self.scheduler = KubeScheduler(kube, self.pods)
         self.kubelet = Kubelet(
@@ -100,12 +100,11 @@ class World:
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         self.pods.apply(event_type, pod)
-        self.observer.on_pod(event_type, pod)
         for owner in pod["metadata"].get("ownerReferences") or ():
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
                 self.manager.enqueue(Workloads.name, key)
-        if event_type == "DELETED" or kubescheduler.is_pending(pod):
+        if event_type == "DELETED" or is_pending(pod):
             self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
         for key, delay in self.kubelet.keys_for_pod(event_type, pod):
             self.manager.enqueue(Kubelet.name, key, delay)
@@ -201,7 +200,9 @@ class Simulation:
             interruption_feed=self.interruptions.feed if self.interruptions else None,
         )
         self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
-        self.observer = Observer(self.kube, self.clock, self.cloud, self.operator, SIM_START)
+        self.observer = Observer(
+            self.kube, self.clock, self.cloud, self.operator, SIM_START, PodIndex()
+        )
         self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
         self.operator.attach(DrainFeed)
         self.end = SIM_START + scenario.max_virtual_seconds
@@ -316,7 +317,7 @@ class Simulation:
         drained or deleted."""
         if self.operator.disruption.busy:
             return False
-        if self.observer.pending_count():
+        if self.observer.pods.pending_count():
             return False
         for claim in self.operator.state.nodeclaims.values():
             if claim.metadata.get("deletionTimestamp") or not claim.condition_true("Initialized"):

@@ -23,15 +23,6 @@ from joiner.sim.podindex import PodIndex
 KEY = "schedule"
 
 
-def is_pending(pod: dict[str, Any]) -> bool:
-    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
-    return (
-        not spec.get("nodeName")
-        and not meta.get("deletionTimestamp")
-        and status.get("phase", "Pending") == "Pending"
-    )
-
-
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 
@@ -54,14 +45,13 @@ class KubeScheduler:
         self.kube, self.pods = kube, pods
 
     def reconcile(self, key: str) -> Result:
-        pods = self.pods.all()
-        pending = [p for p in pods if is_pending(p)]
+        pending = self.pods.pending()
         if not pending:
             return DONE
         nodes = [
             n for n in self.kube.list("Node").items if not n["metadata"].get("deletionTimestamp")
         ]
-        snapshot = ClusterSnapshot(nodes=self._existing(nodes, pods), volumes=self._volumes())
+        snapshot = ClusterSnapshot(nodes=self._existing(nodes), volumes=self._volumes())
         plan = solve(pending, [], {}, snapshot)
         by_key = {pod_key(p): p for p in pending}
         for key_, node_name in plan.existing.items():
@@ -72,21 +62,14 @@ class KubeScheduler:
             self._mark_unschedulable(by_key[key_], why.message)
         return DONE
 
-    def _existing(
-        self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
-    ) -> list[ExistingNode]:
-        bound: dict[str, list[dict[str, Any]]] = {}
-        for pod in pods:
-            node_name = (pod.get("spec") or {}).get("nodeName")
-            if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                bound.setdefault(node_name, []).append(pod)
+    def _existing(self, nodes: list[dict[str, Any]]) -> list[ExistingNode]:
         return [
             ExistingNode(
                 name=n["metadata"]["name"],
                 labels=dict(n["metadata"].get("labels") or {}),
                 allocatable=res.parse_resource_list((n.get("status") or {}).get("allocatable")),
                 taints=effective_taints(n),
-                pods=bound.get(n["metadata"]["name"], []),
+                pods=self.pods.on_node(n["metadata"]["name"]),
             )
             for n in nodes
         ]

@@ -16,7 +16,7 @@ from joiner.operator import Operator
 from joiner.scheduling.model import pod_key
 from joiner.scheduling.pods import pod_requests
 from joiner.sim.cloud import SimCloud
-from joiner.sim.kubescheduler import is_pending
+from joiner.sim.podindex import PodIndex
 from joiner.sim.result import (
     EventRecord,
     NodeClaimRecord,
@@ -37,18 +37,24 @@ _STAGES = (
 
 class Observer:
     def __init__(
-        self, kube: KubeAPI, clock: Clock, cloud: SimCloud, operator: Operator, start: float
+        self,
+        kube: KubeAPI,
+        clock: Clock,
+        cloud: SimCloud,
+        operator: Operator,
+        start: float,
+        pods: PodIndex,
     ) -> None:
         self.kube, self.clock, self.cloud, self.operator = kube, clock, cloud, operator
+        self.pods = pods  # fed by the world's watch
         self.start = start
         self.nodeclaims: dict[str, NodeClaimRecord] = {}
         self.events: list[EventRecord] = []
         self.totals = Totals()
         self.static_prices: dict[str, float | None] = {}
-        # What account() needs, kept up to date from the watch instead of a snapshot of
-        # every pod at every clock jump: pending pods, each Node's providerID, and the
-        # providerID of each NodeClaim (a Node is managed when a NodeClaim has its ID).
-        self._pending: set[str] = set()
+        # What account() needs besides the pods, kept up to date from the watch instead of
+        # a snapshot at every clock jump: each Node's providerID, and the providerID of
+        # each NodeClaim (a Node is managed when a NodeClaim has its ID).
         self._node_providers: dict[str, str | None] = {}
         self._claim_providers: dict[str, str] = {}
 
@@ -97,13 +103,6 @@ class Observer:
         reason = get_condition(conditions, nc.DISRUPTION_REASON)
         record.disruption_reason = reason.get("reason") if reason is not None else None
 
-    def on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
-        key = pod_key(pod)
-        if event_type != "DELETED" and is_pending(pod):
-            self._pending.add(key)
-        else:
-            self._pending.discard(key)
-
     def on_node(self, event_type: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
         if event_type == "DELETED":
@@ -133,7 +132,7 @@ class Observer:
         if seconds <= 0:
             return
         self.totals.cost += self.cost_per_hour() * seconds / 3600
-        self.totals.pod_pending_seconds += self.pending_count() * seconds
+        self.totals.pod_pending_seconds += self.pods.pending_count() * seconds
 
     def cost_per_hour(self) -> float:
         """What ``snapshot().cost_per_hour`` says, from the watched facts alone."""
@@ -147,31 +146,20 @@ class Observer:
                 prices.append(self.static_prices.get(name))
         return round(sum(p for p in prices if p is not None), 6)
 
-    def pending_count(self) -> int:
-        """How many pods ``snapshot()`` lists as pending."""
-        return len(self._pending)
-
     # --- snapshots -----------------------------------------------------------------------
 
     def snapshot(self, with_reasons: bool = True) -> Snapshot:
-        pods = self.kube.list("Pod").items
         claims_by_provider = {
             (c.get("status") or {}).get("providerID"): c["metadata"]["name"]
             for c in self.kube.list("NodeClaim").items
         }
-        bound: dict[str, list[dict[str, Any]]] = {}
-        for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                bound.setdefault(node, []).append(pod)
         nodes = [
-            self._node_view(n, bound.get(n["metadata"]["name"], []), claims_by_provider)
+            self._node_view(n, self.pods.on_node(n["metadata"]["name"]), claims_by_provider)
             for n in self.kube.list("Node").items
         ]
         pending = [
             PendingPod(pod_key(p), self._pending_reason(p) if with_reasons else "")
-            for p in pods
-            if is_pending(p)
+            for p in self.pods.pending()
         ]
         return Snapshot(
             time=self.elapsed(),

@@ -19,7 +19,8 @@ class PodIndex:
     def __init__(self) -> None:
         self._pods: dict[Key, Pod] = {}
         self._by_owner: dict[str, set[Key]] = {}  # owner uid -> pods it owns
-        self._sorted: list[Pod] | None = None
+        self._by_node: dict[str, set[Key]] = {}  # node name -> bound pods still running
+        self._pending: set[Key] = set()
 
     def apply(self, event_type: str, pod: Pod) -> None:
         meta = pod["metadata"]
@@ -28,21 +29,50 @@ class PodIndex:
         if previous is not None:
             for uid in _owner_uids(previous):
                 self._by_owner.get(uid, set()).discard(key)
+            node = _occupied_node(previous)
+            if node:
+                self._by_node.get(node, set()).discard(key)
+        self._pending.discard(key)
         if event_type != "DELETED":
             self._pods[key] = pod
             for uid in _owner_uids(pod):
                 self._by_owner.setdefault(uid, set()).add(key)
-        self._sorted = None
-
-    def all(self) -> list[Pod]:
-        """Every pod, in list order."""
-        if self._sorted is None:
-            self._sorted = [self._pods[k] for k in sorted(self._pods)]
-        return list(self._sorted)
+            node = _occupied_node(pod)
+            if node:
+                self._by_node.setdefault(node, set()).add(key)
+            if is_pending(pod):
+                self._pending.add(key)
 
     def owned_by(self, uid: str) -> list[Pod]:
         """The pods with an owner reference to ``uid``, in list order."""
         return [self._pods[k] for k in sorted(self._by_owner.get(uid, ()))]
+
+    def pending(self) -> list[Pod]:
+        """The pods ``is_pending`` holds for, in list order."""
+        return [self._pods[k] for k in sorted(self._pending)]
+
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def on_node(self, node_name: str) -> list[Pod]:
+        """The pods bound to the node and not finished (Succeeded or Failed), in list order."""
+        return [self._pods[k] for k in sorted(self._by_node.get(node_name, ()))]
+
+
+def is_pending(pod: Pod) -> bool:
+    """Not bound, not being deleted, and in phase Pending: what kube-scheduler would try."""
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    return (
+        not spec.get("nodeName")
+        and not meta.get("deletionTimestamp")
+        and status.get("phase", "Pending") == "Pending"
+    )
+
+
+def _occupied_node(pod: Pod) -> str | None:
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    return (pod.get("spec") or {}).get("nodeName")
 
 
 def _owner_uids(pod: Pod) -> list[str]:

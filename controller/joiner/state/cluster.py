@@ -8,8 +8,8 @@ turns it into the scheduler's input.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
@@ -19,6 +19,8 @@ from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
 from joiner.scheduling.model import ClusterSnapshot, DaemonSet, ExistingNode, VolumeCatalog
 from joiner.state.node import StateNode
+
+T = TypeVar("T")
 
 NOMINATION_TTL = 20.0  # seconds a nomination holds [SPEC 3.11]
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -82,6 +84,7 @@ class ClusterState:
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
         self._joined: tuple[int, list[StateNode], dict[str, StateNode]] | None = None
+        self._memo: tuple[int, dict[Hashable, Any]] = (-1, {})
 
     # --- feeding ---------------------------------------------------------------
 
@@ -174,10 +177,25 @@ class ClusterState:
     def nodes(self) -> dict[str, dict[str, Any]]:
         return self.objects["Node"]
 
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, remembered until the next watch event changes the state: for
+        views derived from the state alone, which passes ask for again and again. The
+        caller must not change what it gets back."""
+        generation, values = self._memo
+        if generation != self.generation:
+            values = {}
+            self._memo = (self.generation, values)
+        if key not in values:
+            values[key] = compute()
+        return values[key]
+
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
-        return [
-            self.pods[k] for k in sorted(self._pods_by_node.get(node_name, ())) if k in self.pods
-        ]
+        """The pods bound to the node, by key."""
+        return list(self.memo(("pods_on", node_name), lambda: self._pods_on(node_name)))
+
+    def _pods_on(self, node_name: str) -> list[dict[str, Any]]:
+        keys = sorted(self._pods_by_node.get(node_name, ()))
+        return [self.pods[k] for k in keys if k in self.pods]
 
     def provisionable_pods(self) -> list[dict[str, Any]]:
         return [pod for pod in self.pods.values() if is_provisionable(pod)]
@@ -271,15 +289,18 @@ class ClusterState:
         )
 
     def _existing_node(self, sn: StateNode) -> ExistingNode:
+        allocatable, capacity = self.memo(
+            ("resources", sn.name), lambda: (sn.allocatable, sn.capacity)
+        )  # parsing quantities is slow, and a node's do not change between events
         return ExistingNode(
             name=sn.name,
             labels=dict(sn.labels),
-            allocatable=sn.allocatable,
+            allocatable=dict(allocatable),
             taints=copy.deepcopy(sn.taints),
             pods=self.pods_on(sn.name),
             initialized=sn.initialized,
             startup_taints=sn.startup_taints,
-            capacity=sn.capacity or None,
+            capacity=dict(capacity) or None,
             volume_limits=self._volume_limits(sn.name),
         )
 

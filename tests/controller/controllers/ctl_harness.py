@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from joiner import testing
 from joiner.api import labels as wk
 from joiner.api.conditions import FALSE, TRUE, set_condition
-from joiner.api.validation import validate_object
-from joiner.clock import FakeClock
-from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
+from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
-from joiner.kube.memory import MemoryKube
-from joiner.operator import Operator, OperatorOptions
-from joiner.state.feed import DrainFeed
+from joiner.operator import OperatorOptions
 
 ZONE_A, ZONE_B = "test-zone-1", "test-zone-2"
-MAX_STEPS = 10_000
 
 
 def catalogue() -> list[InstanceType]:
@@ -37,36 +33,6 @@ def catalogue() -> list[InstanceType]:
     ]
 
 
-def nodeclass(name: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": name},
-        "spec": {
-            "role": "NodeRole",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-        },
-    }
-
-
-def nodepool(name: str = "default", **template_spec: Any) -> dict[str, Any]:
-    spec = {
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-        "requirements": [
-            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]}
-        ],
-        **template_spec,
-    }
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {"template": {"spec": spec}},
-    }
-
-
 def pending_pod(
     name: str,
     cpu: str,
@@ -75,26 +41,11 @@ def pending_pod(
     **spec: Any,
 ) -> dict[str, Any]:
     """A pod as a workload controller creates it (Pending, not yet looked at)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "app",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ],
-            **spec,
-        },
-    }
+    return testing.pod(name, cpu, memory, labels=labels or {}, **spec)
 
 
-class Harness:
-    """Drive the operator as the simulator does: at each instant pump the watches and run
-    every due reconcile until nothing more happens, then jump to the next due time."""
+class Harness(testing.OperatorRig):
+    """The operator on a virtual clock with the test playing kubelet and kube-scheduler."""
 
     def __init__(
         self,
@@ -102,44 +53,11 @@ class Harness:
         batch_idle: float = 1.0,
         batch_max: float = 10.0,
     ) -> None:
-        self.clock = FakeClock()
-        self.start = self.clock.now()
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
-        self.cloud = FakeCloudProvider(instance_types or catalogue(), self.clock)
-        self.operator = Operator(
-            self.kube,
-            self.cloud,
-            self.clock,
-            self.cloud.resolve_nodeclass,
+        super().__init__(
+            instance_types or catalogue(),
             OperatorOptions(batch_idle=batch_idle, batch_max=batch_max),
-            validate=validate_object,
         )
-        self.operator.attach(DrainFeed)
-
-    # --- driving time -------------------------------------------------------------------
-
-    def settle(self) -> None:
-        """Run the current instant to quiescence."""
-        for _ in range(MAX_STEPS):
-            ran = (
-                self.operator.pump() + self.operator.manager.run_due() + self.kube.collect_garbage()
-            )
-            if not ran:
-                return
-        raise AssertionError("the operator did not settle")
-
-    def advance(self, seconds: float) -> None:
-        """Move virtual time forward, stopping at every instant something is due."""
-        end = self.clock.now() + seconds
-        self.settle()
-        while True:
-            due = self.operator.manager.next_due()
-            if due is None or due > end:
-                break
-            self.clock.set(max(due, self.clock.now()))
-            self.settle()
-        self.clock.set(end)
-        self.settle()
+        self.start = self.clock.now()
 
     # --- setup ----------------------------------------------------------------------------
 
@@ -149,7 +67,7 @@ class Harness:
         self.settle()
 
     def default_setup(self) -> None:
-        self.install(nodeclass(), nodepool())
+        self.install(testing.ec2nodeclass(), testing.nodepool())
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -172,11 +90,7 @@ class Harness:
 
     def create_unschedulable(self, pod: dict[str, Any]) -> None:
         """Create the pod and mark it as kube-scheduler does when no node fits it."""
-        created = self.kube.create(pod)
-        created["status"]["conditions"] = [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-        ]
-        self.kube.update_status(created)
+        testing.create_unschedulable(self.kube, pod)
 
     def pod(self, name: str) -> dict[str, Any]:
         return self.kube.get("Pod", name, "default")
@@ -188,23 +102,7 @@ class Harness:
         labels user data gave it, tainted unregistered."""
         claim = self.kube.get("NodeClaim", claim_name)
         name = node_name or f"node-{claim_name}"
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {**claim["metadata"]["labels"], wk.HOSTNAME: name},
-            },
-            "spec": {
-                "providerID": claim["status"]["providerID"],
-                "taints": [dict(wk.UNREGISTERED_TAINT)],
-            },
-            "status": {
-                "capacity": claim["status"]["capacity"],
-                "allocatable": claim["status"]["allocatable"],
-                "conditions": [],
-            },
-        }
+        node = testing.kubelet_node(claim, name)
         set_condition(node["status"]["conditions"], "Ready", FALSE, self.clock.now())
         self.kube.create(node)
         return name

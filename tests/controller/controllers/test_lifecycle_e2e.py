@@ -4,24 +4,20 @@ never registers is deleted after 15 minutes, one never launched after 5."""
 
 from __future__ import annotations
 
-from ctl_harness import ZONE_A, ZONE_B, Harness, nodeclass, nodepool, pending_pod
+from ctl_harness import ZONE_A, ZONE_B, Harness, pending_pod
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.types import CloudProviderError
+from joiner.testing import capacity_types, ec2nodeclass, nodepool
 
 
 def _pool(name: str, capacity_type: str, weight: int) -> dict:
-    pool = nodepool(
-        name,
-        requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": [capacity_type]}],
-    )
-    pool["spec"]["weight"] = weight
-    return pool
+    return nodepool(name, requirements=[capacity_types(capacity_type)], weight=weight)
 
 
 def test_insufficient_capacity_reprovisions_on_another_offering():
     h = Harness()
-    h.install(nodeclass(), _pool("spot", "spot", 100), _pool("ondemand", "on-demand", 10))
+    h.install(ec2nodeclass(), _pool("spot", "spot", 100), _pool("ondemand", "on-demand", 10))
     h.cloud.no_capacity = {(t, ZONE_A, "spot") for t in ("small", "medium", "large")}
     h.create_unschedulable(pending_pod("p0", "1500m"))
     h.advance(1)
@@ -50,7 +46,7 @@ def test_insufficient_capacity_reprovisions_on_another_offering():
 
 def test_insufficient_capacity_is_remembered_for_three_minutes():
     h = Harness()
-    h.install(nodeclass(), _pool("spot", "spot", 100), _pool("ondemand", "on-demand", 10))
+    h.install(ec2nodeclass(), _pool("spot", "spot", 100), _pool("ondemand", "on-demand", 10))
     h.cloud.no_capacity = {(t, ZONE_A, "spot") for t in ("small", "medium", "large")}
     h.create_unschedulable(pending_pod("p0", "1500m"))
     h.advance(2)

@@ -11,30 +11,10 @@ from joiner.controllers.nodeclass import TERMINATION_POLL, NodeClassStatus
 from joiner.kube.api import NotFound
 from joiner.kube.memory import MemoryKube
 from joiner.state.cluster import ClusterState
+from joiner.testing import capacity_types, ec2nodeclass, nodeclaim
 
-NODECLASS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "NodeRole",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
-    },
-}
-CLAIM = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodeClaim",
-    "metadata": {"name": "default-abc", "labels": {"karpenter.sh/nodepool": "default"}},
-    "spec": {
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-        "requirements": [
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
-        ],
-        "resources": {"requests": {"cpu": "1"}},
-    },
-}
+NODECLASS = ec2nodeclass(cluster="c")
+CLAIM = nodeclaim("default-abc", requirements=[capacity_types("spot")])
 
 
 def test_a_deleted_class_waits_for_its_nodeclaims_then_the_provider_cleans_up():

@@ -4,9 +4,10 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 
 from __future__ import annotations
 
-from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, nodeclass, nodepool, pending_pod
+from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
+from joiner.testing import ec2nodeclass, nodepool
 
 LIFECYCLE = ("Launched", "Registered", "Initialized", "Ready")
 
@@ -88,7 +89,7 @@ def test_pending_pods_become_one_initialized_nodeclaim():
 def test_startup_taints_hold_initialization_until_removed():
     h = Harness()
     startup = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
-    h.install(nodeclass(), nodepool(startupTaints=[startup]))
+    h.install(ec2nodeclass(), nodepool(startupTaints=[startup]))
     h.create_unschedulable(pending_pod("p0", "1"))
     h.advance(1)
     [claim] = h.nodeclaims()
@@ -221,7 +222,7 @@ def test_price_metrics_follow_the_launched_offerings():
 
 def test_pods_wait_for_a_ready_node_class_then_provision():
     h = Harness()
-    h.install(nodeclass("other"), nodepool())  # the pool's class "default" does not exist
+    h.install(ec2nodeclass("other"), nodepool())  # the pool's class "default" does not exist
     h.create_unschedulable(pending_pod("p0", "1"))
     h.advance(2)
     assert h.nodeclaims() == []
@@ -231,7 +232,7 @@ def test_pods_wait_for_a_ready_node_class_then_provision():
         "Failed to schedule pod, no nodepool: no nodepool can launch nodes",
     )
 
-    h.install(nodeclass())  # resolved Ready: the pending pod gets another batch
+    h.install(ec2nodeclass())  # resolved Ready: the pending pod gets another batch
     h.advance(1)
     [claim] = h.nodeclaims()
     assert h.events()[1:] == [

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctl_harness import Harness, nodeclass, nodepool, pending_pod
+from ctl_harness import Harness, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import TRUE, is_true, set_condition
 from joiner.kube.api import NotFound
+from joiner.testing import ec2nodeclass, nodepool
 
 
 def _initialized_node(h: Harness, cpu: str = "1") -> tuple[str, str]:
@@ -143,7 +144,7 @@ def test_drain_goes_tier_by_tier_holds_on_the_pdb_then_terminates():
 
 def test_termination_grace_period_deletes_pods_the_pdb_protects():
     h = Harness()
-    h.install(nodeclass(), nodepool(terminationGracePeriod="30s"))
+    h.install(ec2nodeclass(), nodepool(terminationGracePeriod="30s"))
     claim_name, node_name = _initialized_node(h)
     _run_on(h, node_name, _pod("db-0", labels={"app": "db"}))
     h.kube.create(_pdb("db", "db", 1))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from joiner import testing
 from joiner.sim.result import (
     EventRecord,
     NodeClaimRecord,
@@ -42,61 +43,9 @@ BASE_SCENARIO: dict[str, Any] = {
             ],
         },
         "objects": [
-            {
-                "apiVersion": "karpenter.k8s.aws/v1",
-                "kind": "EC2NodeClass",
-                "metadata": {"name": "default"},
-                "spec": {
-                    "role": "NodeRole",
-                    "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-                    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-                },
-            },
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": "default"},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": "karpenter.k8s.aws",
-                                "kind": "EC2NodeClass",
-                                "name": "default",
-                            },
-                            "requirements": [
-                                {
-                                    "key": "karpenter.sh/capacity-type",
-                                    "operator": "In",
-                                    "values": ["spot", "on-demand"],
-                                }
-                            ],
-                        }
-                    }
-                },
-            },
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "app"},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "app"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "app"}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "app",
-                                    "image": "app",
-                                    "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
-                                }
-                            ]
-                        },
-                    },
-                },
-            },
+            testing.ec2nodeclass(cluster="demo"),
+            testing.nodepool(),
+            testing.deployment("app", replicas=1, cpu="500m", memory="512Mi"),
         ],
         "steps": [
             {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}},

@@ -1,5 +1,6 @@
-"""The simulator's fast paths give what the slow, obvious computations give: the cost and
-pending time integrated from watched facts equal a full snapshot at every clock jump, the
+"""The simulator's fast paths give what the slow, obvious computations give: the pods
+indexed from the watch, and the cost and pending time integrated from watched facts,
+equal what a full listing of the API says at every clock jump; the
 joined node view is rebuilt when the state changes, and the disruption pass reuses a
 rescheduling simulation only while nothing it read has changed."""
 
@@ -10,8 +11,13 @@ from typing import Any
 
 import pytest
 from joiner.clock import FakeClock
+from joiner.controllers.disruption.candidates import build_candidates
+from joiner.scheduling.model import pod_key
+from joiner.scheduling.pods import pod_requests
 from joiner.sim.engine import Simulation
+from joiner.sim.podindex import PodIndex, is_pending
 from joiner.sim.scenario import load_scenario
+from joiner.state.cluster import ClusterState
 from sim_builders import BASE_SCENARIO, to_text
 
 
@@ -72,9 +78,19 @@ def test_cost_and_pending_time_match_a_snapshot_at_every_clock_jump(
 
     def checked(seconds: float) -> None:
         snapshot = observer.snapshot(with_reasons=False)
+        pods = simulation.kube.list("Pod").items  # what the indexes stand in for
+        pending = sorted(pod_key(p) for p in pods if is_pending(p))
+        assert [p.name for p in snapshot.pending_pods] == pending
+        assert observer.pods.pending_count() == len(pending)
+        for view in snapshot.nodes:
+            assert view.pods == sorted(
+                pod_key(p)
+                for p in pods
+                if p["spec"].get("nodeName") == view.name
+                and p["status"].get("phase") not in ("Succeeded", "Failed")
+            )
         assert observer.cost_per_hour() == snapshot.cost_per_hour
-        assert observer.pending_count() == len(snapshot.pending_pods)
-        seen.append((snapshot.cost_per_hour, len(snapshot.pending_pods)))
+        seen.append((snapshot.cost_per_hour, len(pending)))
         original(seconds)
 
     monkeypatch.setattr(observer, "account", checked)
@@ -93,8 +109,6 @@ def test_pending_time_integrates_pods_times_seconds():
 
 
 def _state_with_nodes(names: list[str]):
-    from joiner.state.cluster import ClusterState
-
     state = ClusterState(FakeClock(0.0))
     for name in names:
         state.apply("ADDED", {"kind": "Node", "metadata": {"name": name}, "spec": {}})
@@ -142,8 +156,6 @@ def test_disruption_reuses_a_simulation_only_while_its_inputs_hold(
         return original(candidates)
 
     monkeypatch.setattr(disruption, "_solve_without", counted)
-    from joiner.controllers.disruption.candidates import build_candidates
-
     state = simulation.operator.state
     candidates, _ = build_candidates(state, disruption._prices(), simulation.clock.now())
     assert candidates, "the scale-in left nodes to consolidate"
@@ -167,6 +179,67 @@ def test_disruption_reuses_a_simulation_only_while_its_inputs_hold(
     assert len(solves) == 3
 
     simulation.cloud.provider.unavailable.add(("small", "zone-a", "on-demand"))
-    disruption._types = {}  # a new pass reads the offerings again
+    disruption._new_pass()  # a new pass reads the offerings again
     disruption._simulate(candidates[:1])
     assert len(solves) == 4
+
+
+def _pod(name: str, node: str | None = None, phase: str = "Pending", owner: str = "rs-1"):
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": owner}],
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+def test_pod_index_follows_binding_completion_and_deletion():
+    index = PodIndex()
+    index.apply("ADDED", _pod("b"))
+    index.apply("ADDED", _pod("a"))
+    index.apply("ADDED", _pod("c", owner="rs-2"))
+    assert [p["metadata"]["name"] for p in index.pending()] == ["a", "b", "c"]
+    assert [p["metadata"]["name"] for p in index.owned_by("rs-1")] == ["a", "b"]
+
+    index.apply("MODIFIED", _pod("a", node="n1", phase="Running"))
+    assert [p["metadata"]["name"] for p in index.pending()] == ["b", "c"]
+    assert [p["metadata"]["name"] for p in index.on_node("n1")] == ["a"]
+
+    index.apply("MODIFIED", _pod("a", node="n1", phase="Succeeded"))  # finished: off the node
+    assert index.on_node("n1") == [] and index.pending_count() == 2
+    assert [p["metadata"]["name"] for p in index.owned_by("rs-1")] == ["a", "b"]
+
+    index.apply("DELETED", _pod("a", node="n1", phase="Succeeded"))
+    index.apply("DELETED", _pod("b"))
+    assert [p["metadata"]["name"] for p in index.owned_by("rs-1")] == []
+    assert [p["metadata"]["name"] for p in index.pending()] == ["c"]
+
+
+def test_pod_requests_are_remembered_per_object_and_handed_out_as_copies():
+    pod = {"spec": {"containers": [{"resources": {"requests": {"cpu": "250m"}}}]}}
+    first = pod_requests(pod, {})
+    first["cpu"] = 1  # a caller scribbling on its result
+    assert pod_requests(pod, {}) == {"cpu": 250, "pods": 1000}
+    twin = {"spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}]}}
+    assert pod_requests(twin, {}) == {"cpu": 2000, "pods": 1000}
+
+
+def test_pod_requests_with_a_runtime_class_follow_the_classes_given():
+    pod = {"spec": {"runtimeClassName": "kata", "containers": [{"resources": {}}]}}
+    assert pod_requests(pod, {"kata": {"cpu": 100}}) == {"cpu": 100, "pods": 1000}
+    assert pod_requests(pod, {"kata": {"cpu": 300}}) == {"cpu": 300, "pods": 1000}
+
+
+def test_pods_on_a_node_follow_binding_and_deletion():
+    state = _state_with_nodes(["n1"])
+    state.apply("ADDED", _pod("b", node="n1", phase="Running"))
+    assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["b"]
+    state.pods_on("n1").clear()  # the caller's copy
+    state.apply("ADDED", _pod("a", node="n1", phase="Running"))
+    assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["a", "b"]
+    state.apply("DELETED", _pod("b", node="n1", phase="Running"))
+    assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["a"]

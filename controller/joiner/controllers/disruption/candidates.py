@@ -94,19 +94,59 @@ def blocked_by(
     state: ClusterState, node: StateNode, pods: list[dict[str, Any]], now: float
 ) -> str | None:
     """Why this node may not be disrupted voluntarily, or None."""
+    return _blocked(node, _annotated(pods), _blocking_pdb(state, pods), now)
+
+
+def _blocked(
+    node: StateNode, annotated: list[dict[str, Any]], pdb: str | None, now: float
+) -> str | None:
+    """``blocked_by`` from the node, its pods carrying do-not-disrupt, and the PDB that
+    stops its pods from leaving (the first by key), if any."""
     if node.node is not None:
         until = do_not_disrupt_until(node.node, None)
         if until is not None and until > now:
             return f"do-not-disrupt on node {node.name}"
-    for pod in pods:
+    for pod in annotated:
         until = do_not_disrupt_until(pod, _pod_started(pod))
         if until is not None and until > now:
             meta = pod["metadata"]
             return f"do-not-disrupt pod {meta.get('namespace')}/{meta['name']}"
-    pdb = _blocking_pdb(state, pods)
     if pdb is not None:
         return f"pdb {pdb} allows no disruption"
     return None
+
+
+def _annotated(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        p for p in pods if wk.DO_NOT_DISRUPT in ((p.get("metadata") or {}).get("annotations") or {})
+    ]
+
+
+@dataclass(frozen=True)
+class _PodFacts:
+    """What a node's pods say about disrupting it, apart from the time."""
+
+    annotated: list[dict[str, Any]]  # pods carrying do-not-disrupt
+    pdb: str | None
+    reschedulable: list[dict[str, Any]]
+    eviction_cost: float  # summed over the reschedulable pods
+
+
+def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
+    """Remembered by the state until its next change: passes run every 10 seconds, and
+    between pod events nothing here moves."""
+
+    def compute() -> _PodFacts:
+        pods = state.pods_on(node_name)
+        reschedulable = state.reschedulable_pods([node_name])
+        return _PodFacts(
+            annotated=_annotated(pods),
+            pdb=_blocking_pdb(state, pods),
+            reschedulable=reschedulable,
+            eviction_cost=sum(eviction_cost(p) for p in reschedulable),
+        )
+
+    return state.memo(("disruption.pod-facts", node_name), compute)
 
 
 def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:
@@ -132,12 +172,12 @@ def build_candidates(
     for node in state.managed_nodes():
         if not _eligible(state, node):
             continue  # starting, already going, or just chosen for pods: nothing to explain
-        why = blocked_by(state, node, state.pods_on(node.name), now)
+        facts = _pod_facts(state, node.name)
+        why = _blocked(node, facts.annotated, facts.pdb, now)
         if why is not None:
             skipped[node.name] = why
             continue
-        pods = state.reschedulable_pods([node.name])
-        candidates.append(_candidate(state, node, pods, prices, now))
+        candidates.append(_candidate(state, node, facts, prices, now))
     candidates.sort(key=lambda c: (c.disruption_cost, c.name))
     return candidates, skipped
 
@@ -159,12 +199,12 @@ def _eligible(state: ClusterState, node: StateNode) -> bool:
 def _candidate(
     state: ClusterState,
     node: StateNode,
-    pods: list[dict[str, Any]],
+    facts: _PodFacts,
     prices: dict[str, float],
     now: float,
 ) -> Candidate:
     labels = node.labels
-    cost = sum(eviction_cost(p) for p in pods) * lifetime_remaining(node, now)
+    cost = facts.eviction_cost * lifetime_remaining(node, now)
     return Candidate(
         node=node,
         pool=state.nodepools[node.nodepool or ""],
@@ -172,6 +212,6 @@ def _candidate(
         capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
         zone=labels.get(wk.ZONE, ""),
         price=prices.get(node.name, 0.0),
-        pods=pods,
+        pods=list(facts.reschedulable),
         disruption_cost=cost,
     )

@@ -66,6 +66,7 @@ class Disruption:
         self.last_skipped: dict[str, str] = {}
         self._types: dict[str, Sequence[InstanceType]] = {}
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
+        self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -79,7 +80,7 @@ class Disruption:
     def reconcile(self, key: str) -> Result:
         if not self.state.synced or self.orchestrator.busy:
             return Result(requeue_after=PASS_INTERVAL)
-        self._types, self._allowances = {}, {}
+        self._new_pass()
         if self.pending is not None:
             self._validate_and_act()
             return Result(requeue_after=PASS_INTERVAL)
@@ -92,6 +93,10 @@ class Disruption:
                 self.pending = Pending(command, method, self.clock.now() + VALIDATION_DELAY)
                 return Result(requeue_after=VALIDATION_DELAY)
         return Result(requeue_after=PASS_INTERVAL)
+
+    def _new_pass(self) -> None:
+        """Forget what one pass may cache: instance types, offerings, budgets."""
+        self._types, self._allowances, self._offered = {}, {}, None
 
     # --- deciding ----------------------------------------------------------------------
 
@@ -196,13 +201,16 @@ class Disruption:
 
     def _simulation_basis(self) -> tuple:
         """Everything a simulation reads besides the candidates themselves."""
-        pools = self.provisioner.ready_nodepools()
-        offered = tuple(
-            (it.name, tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings))
-            for pool in pools
-            for it in self._instance_types(pool.name)
-        )
-        return (self.state.generation, frozenset(self.state.marked_for_deletion), offered)
+        if self._offered is None:
+            self._offered = tuple(
+                (
+                    it.name,
+                    tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings),
+                )
+                for pool in self.provisioner.ready_nodepools()
+                for it in self._instance_types(pool.name)
+            )
+        return (self.state.generation, frozenset(self.state.marked_for_deletion), self._offered)
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
         """Where the candidates' pods would go without them. Nodes still starting do not

@@ -27,6 +27,7 @@ from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
 from joiner.sim import embedded_aws
 from joiner.sim.embedded_aws import CapacityOutage
+from joiner.testing import ec2nodeclass
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.ec2.responses.spot_instances import SpotInstances
@@ -206,18 +207,7 @@ CLUSTER_INFO_KWARGS = {
 
 def nodeclass_dict(name: str = "default", **spec: Any) -> dict[str, Any]:
     """An EC2NodeClass selecting the seeded subnets and node group by discovery tag."""
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": name},
-        "spec": {
-            "role": ROLE,
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": DISCOVERY}],
-            "securityGroupSelectorTerms": [{"tags": DISCOVERY}],
-            **spec,
-        },
-    }
+    return ec2nodeclass(name, cluster=CLUSTER, **{"role": ROLE, **spec})
 
 
 class FleetRecorder:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+from joiner import testing
+from joiner.api import labels as wk
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
 from joiner.sim.scenario import load_scenario
@@ -31,20 +33,6 @@ def od(price: float, zone: str = "zone-a") -> dict[str, float]:
     return {f"{zone}/on-demand": price}
 
 
-def nodeclass() -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "default"},
-        "spec": {
-            "role": "NodeRole",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-        },
-    }
-
-
 def nodepool(
     requirements: list[dict[str, Any]] | None = None,
     disruption: dict[str, Any] | None = None,
@@ -52,30 +40,15 @@ def nodepool(
     expire_after: str = "720h",
     name: str = "default",
 ) -> dict[str, Any]:
-    template: dict[str, Any] = {
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.k8s.aws",
-                "kind": "EC2NodeClass",
-                "name": "default",
-            },
-            "requirements": requirements
-            or [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
-            "expireAfter": expire_after,
-        }
-    }
-    if labels:
-        template["metadata"] = {"labels": labels}
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": template,
-            "disruption": disruption
-            or {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"},
-        },
-    }
+    """On-demand only, consolidating after 30 s when empty or underutilized."""
+    return testing.nodepool(
+        name,
+        requirements=requirements or [testing.capacity_types("on-demand")],
+        disruption=disruption
+        or {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"},
+        labels=labels,
+        expire_after=expire_after,
+    )
 
 
 def deployment(
@@ -86,39 +59,22 @@ def deployment(
     annotations: dict[str, str] | None = None,
     anti_affinity: bool = False,
 ) -> dict[str, Any]:
-    pod_spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "app",
-                "image": "app",
-                "resources": {"requests": {"cpu": cpu, "memory": memory}},
-            }
-        ]
-    }
+    """``anti_affinity``: at most one of its pods per node."""
+    pod_spec: dict[str, Any] = {}
     if anti_affinity:
         pod_spec["affinity"] = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {
                         "labelSelector": {"matchLabels": {"app": name}},
-                        "topologyKey": "kubernetes.io/hostname",
+                        "topologyKey": wk.HOSTNAME,
                     }
                 ]
             }
         }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}, "annotations": annotations or {}},
-                "spec": pod_spec,
-            },
-        },
-    }
+    return testing.deployment(
+        name, replicas, cpu, memory, annotations=annotations or {}, **pod_spec
+    )
 
 
 def scale(name: str, replicas: int) -> dict[str, Any]:
@@ -142,7 +98,7 @@ def simulate(
             "cluster": {"name": "test", "region": "us-east-1", "zones": ZONES},
             "cloud": {"provider": "fake", "instanceTypes": instance_types},
             "settings": settings or {},
-            "objects": [nodeclass(), *copy.deepcopy(objects)],
+            "objects": [testing.ec2nodeclass(), *copy.deepcopy(objects)],
             "steps": steps,
         },
     }

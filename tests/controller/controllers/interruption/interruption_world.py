@@ -6,21 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from joiner import testing
 from joiner.api import labels as wk
-from joiner.api.validation import validate_object
-from joiner.clock import FakeClock
-from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
+from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.interruption.controller import InterruptionFeed
 from joiner.controllers.interruption.queue import InlineReceiver
-from joiner.kube.memory import MemoryKube
-from joiner.operator import Operator, OperatorOptions
+from joiner.operator import OperatorOptions
 from joiner.sim.interruption import InterruptionBus, event_entry
-from joiner.state.feed import DrainFeed
 
 ZONE_A, ZONE_B = "test-zone-1", "test-zone-2"
 REGION = "us-east-1"
-MAX_STEPS = 10_000
 
 
 def catalogue() -> list[InstanceType]:
@@ -40,105 +36,31 @@ def catalogue() -> list[InstanceType]:
     ]
 
 
-NODECLASS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "NodeRole",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-    },
-}
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {
-                    "group": "karpenter.k8s.aws",
-                    "kind": "EC2NodeClass",
-                    "name": "default",
-                },
-                "requirements": [
-                    {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]}
-                ],
-            }
-        }
-    },
-}
-
-
 def big_pod(name: str) -> dict[str, Any]:
     """Three CPUs: one pod per node."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [
-                {"name": "main", "image": "app", "resources": {"requests": {"cpu": "3"}}}
-            ]
-        },
-    }
+    return testing.pod(name, cpu="3")
 
 
-class World:
+class World(testing.OperatorRig):
     def __init__(
         self,
         bus: InterruptionBus,
         replace_on_rebalance: bool = False,
         feed: InterruptionFeed | None = None,
     ) -> None:
-        self.bus = bus
-        self.clock = FakeClock()
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
-        self.cloud = FakeCloudProvider(catalogue(), self.clock)
-        feed = feed or InterruptionFeed(
-            bus.queue,
-            InlineReceiver(bus.queue),
-            poll_interval=1.0,
-            workers=4,
-        )
-        self.operator = Operator(
-            self.kube,
-            self.cloud,
-            self.clock,
-            self.cloud.resolve_nodeclass,
+        super().__init__(
+            catalogue(),
             OperatorOptions(replace_on_rebalance=replace_on_rebalance),
-            validate=validate_object,
-            interruption_feed=feed,
+            feed
+            or InterruptionFeed(bus.queue, InlineReceiver(bus.queue), poll_interval=1.0, workers=4),
         )
-        self.operator.attach(DrainFeed)
-
-    # --- time ----------------------------------------------------------------------------
-
-    def settle(self) -> None:
-        for _ in range(MAX_STEPS):
-            ran = (
-                self.operator.pump() + self.operator.manager.run_due() + self.kube.collect_garbage()
-            )
-            if not ran:
-                return
-        raise AssertionError("the operator did not settle")
-
-    def advance(self, seconds: float) -> None:
-        end = self.clock.now() + seconds
-        self.settle()
-        while (due := self.operator.manager.next_due()) is not None and due <= end:
-            self.clock.set(max(due, self.clock.now()))
-            self.settle()
-        self.clock.set(end)
-        self.settle()
+        self.bus = bus
 
     # --- setup ----------------------------------------------------------------------------
 
     def launch(self, count: int) -> list[dict[str, Any]]:
         """``count`` one-pod NodeClaims, launched (not registered: no kubelet here)."""
-        for manifest in (NODECLASS, NODEPOOL):
+        for manifest in (testing.ec2nodeclass(), testing.nodepool()):
             self.kube.create(manifest)
         for index in range(count):
             self.unschedulable(big_pod(f"app-{index}"))
@@ -148,11 +70,7 @@ class World:
         return claims
 
     def unschedulable(self, pod: dict[str, Any]) -> None:
-        created = self.kube.create(pod)
-        created["status"]["conditions"] = [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-        ]
-        self.kube.update_status(created)
+        testing.create_unschedulable(self.kube, pod)
 
     # --- EC2 and EventBridge ------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import boto3
 import moto.ec2.models.instances as moto_instances
 import pytest
 from interruption_world import catalogue
-from joiner.api import labels as wk
+from joiner import testing
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.controllers.interruption.controller import Interruption
@@ -105,21 +105,7 @@ class Rig:
 
     def add_claim(self, name: str, instance_id: str) -> None:
         created = self.kube.create(
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodeClaim",
-                "metadata": {"name": name, "labels": {wk.NODEPOOL: "default"}},
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
-                    ],
-                },
-            }
+            testing.nodeclaim(name, requirements=[testing.capacity_types("on-demand")])
         )
         created["status"] = {"providerID": f"aws:///{REGION}a/{instance_id}"}
         self.state.apply("ADDED", self.kube.update_status(created))

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from joiner import testing
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
 from joiner.sim.scenario import ScenarioError, load_scenario
@@ -38,62 +39,12 @@ BASE: dict[str, Any] = {
             ],
         },
         "objects": [
-            {
-                "apiVersion": "karpenter.k8s.aws/v1",
-                "kind": "EC2NodeClass",
-                "metadata": {"name": "default"},
-                "spec": {
-                    "role": "NodeRole",
-                    "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "t"}}],
-                    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "t"}}],
-                },
-            },
-            {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": {"name": "default"},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "nodeClassRef": {
-                                "group": "karpenter.k8s.aws",
-                                "kind": "EC2NodeClass",
-                                "name": "default",
-                            },
-                            "requirements": [
-                                {
-                                    "key": "karpenter.sh/capacity-type",
-                                    "operator": "In",
-                                    "values": ["spot"],
-                                }
-                            ],
-                        }
-                    },
-                    "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-                },
-            },
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "app", "namespace": "default"},
-                "spec": {
-                    "replicas": 2,
-                    "selector": {"matchLabels": {"app": "app"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "app"}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "app",
-                                    "image": "app",
-                                    "resources": {"requests": {"cpu": "3", "memory": "1Gi"}},
-                                }
-                            ]
-                        },
-                    },
-                },
-            },
+            testing.ec2nodeclass(cluster="t"),
+            testing.nodepool(
+                requirements=[testing.capacity_types("spot")],
+                disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+            ),
+            testing.deployment("app", replicas=2, cpu="3", memory="1Gi"),
         ],
         "steps": [],
     },
