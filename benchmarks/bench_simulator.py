@@ -72,6 +72,7 @@ DEPLOYMENTS = (
     ("sidecar-heavy", 300, 768, 0.10),
 )
 
+SAMPLES_PER_HOLD = 2
 SPEED_TARGETS = {"fake": 60.0, "aws": 180.0}  # wall seconds for the full day
 COST_RATIO_TARGET = 1.15
 DISRUPTIONS_PER_POD_HOUR_TARGET = 1.0
@@ -234,7 +235,9 @@ def scenario_document(
                 ref = {"kind": "Deployment", "name": name, "namespace": "default"}
                 steps.append({"scale": {**ref, "replicas": replicas}})
         previous = wanted
-        steps.append({"name": f"hold from {hour:g}h", "advance": f"{shape.change_minutes}m"})
+        for half in range(SAMPLES_PER_HOLD):  # snapshots within the hold, to see it settle
+            minutes = shape.change_minutes / SAMPLES_PER_HOLD
+            steps.append({"name": f"hold from {hour:g}h ({half + 1})", "advance": f"{minutes:g}m"})
     return {
         "apiVersion": "joiner.sim/v1",
         "kind": "Scenario",
@@ -356,6 +359,7 @@ class CostCheck:
     cost_per_hour: float
     bound: float
     pending: int
+    settled: bool  # the cost stood still for a sample interval before this one
 
     @property
     def ratio(self) -> float:
@@ -375,28 +379,35 @@ class Quality:
 def cost_checks(
     result: SimulationResult, shape: DayShape, options: Sequence[tuple[float, float, float]]
 ) -> list[CostCheck]:
-    """At the end of every hold that followed a scale-down (the cluster had the whole hold
-    to settle): the cluster's $/hour against the bound for what was running."""
+    """For every hold that followed a scale-down: the cluster's $/hour against the bound
+    for what was running, once it settled (the first sample from the end of the hold on
+    whose cost equals the sample before, while the load stays the same), else at the end
+    of the hold."""
+    samples = [r for r in result.steps if r.action == "advance"]
+    totals = [shape.total_replicas(hour) for hour in shape.change_times()]
     checks = []
-    previous_total: int | None = None
-    hold_index = 0
-    for record in result.steps:
-        if record.action != "advance":
+    for hold, hour in enumerate(shape.change_times()):
+        if hold == 0 or totals[hold] >= totals[hold - 1]:
             continue
-        hour = shape.change_times()[hold_index]
-        total = shape.total_replicas(hour)
-        if previous_total is not None and total < previous_total:
-            cpu, memory = requests_at(replicas_at(shape, hour))
-            checks.append(
-                CostCheck(
-                    hour=record.time / 3600,
-                    cost_per_hour=record.snapshot.cost_per_hour,
-                    bound=fractional_lower_bound(cpu, memory, options),
-                    pending=len(record.snapshot.pending_pods),
-                )
+        end = (hold + 1) * SAMPLES_PER_HOLD - 1
+        chosen, settled = end, False
+        for index in range(end, len(samples)):
+            if totals[index // SAMPLES_PER_HOLD] != totals[hold]:
+                break
+            if samples[index].snapshot.cost_per_hour == samples[index - 1].snapshot.cost_per_hour:
+                chosen, settled = index, True
+                break
+        cpu, memory = requests_at(replicas_at(shape, hour))
+        snapshot = samples[chosen].snapshot
+        checks.append(
+            CostCheck(
+                hour=snapshot.time / 3600,
+                cost_per_hour=snapshot.cost_per_hour,
+                bound=fractional_lower_bound(cpu, memory, options),
+                pending=len(snapshot.pending_pods),
+                settled=settled,
             )
-        previous_total = total
-        hold_index += 1
+        )
     return checks
 
 
@@ -548,12 +559,12 @@ def report(
     print(f"A->B->A flaps                 {len(quality.flaps)}")
     for line in quality.flaps[:5]:
         print(f"    {line}")
-    print("cost after each scale-down (end of the hold):")
+    print("cost after each scale-down, once settled (else at the end of the hold):")
     print("    hour   $/hour   bound   ratio  pending")
     for check in quality.cost_checks:
         print(
-            f"    {check.hour:5.1f}  {check.cost_per_hour:7.3f}  {check.bound:6.3f}  "
-            f"{check.ratio:5.2f}  {check.pending}"
+            f"    {check.hour:5.2f}  {check.cost_per_hour:7.3f}  {check.bound:6.3f}  "
+            f"{check.ratio:5.2f}  {check.pending}{'' if check.settled else '  (still moving)'}"
         )
 
 

@@ -1,7 +1,8 @@
 """Builders of valid Joiner and Kubernetes objects for tests and benchmarks (Joiner's
 counterpart of Karpenter's pkg/test). Each returns a fresh plain dict in the form the API
-server stores, with defaults that pass validation; keywords override them. Users may build
-their own tests on these too."""
+server stores, with defaults that pass validation; keywords override them. Also a
+simulator scenario document, and ``OperatorRig``: the operator on a virtual clock over
+the memory adapter and the fake cloud. Users may build their own tests on these too."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api.validation import validate_object
 from joiner.clock import FakeClock
+from joiner.cloudprovider.aws.tags import DISCOVERY_TAG
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.interruption.controller import InterruptionFeed
@@ -20,7 +22,6 @@ from joiner.operator import Operator, OperatorOptions
 from joiner.state.feed import DrainFeed
 
 DEFAULT_CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
-DISCOVERY_TAG = "karpenter.sh/discovery"
 MAX_STEPS = 10_000  # reconciles in one instant before the operator counts as looping
 
 
@@ -48,7 +49,6 @@ def ec2nodeclass(
     discovered by the ``karpenter.sh/discovery: <cluster>`` tag. ``spec`` keywords are
     EC2NodeClass spec fields (camelCase, e.g. ``securityGroupSelectorTerms=[...]``) that
     replace or add to these."""
-    discovery = [{"tags": {DISCOVERY_TAG: cluster}}]
     return {
         "apiVersion": wk.AWS_API_VERSION,
         "kind": "EC2NodeClass",
@@ -56,8 +56,8 @@ def ec2nodeclass(
         "spec": {
             "role": role,
             "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": discovery,
-            "securityGroupSelectorTerms": [dict(term) for term in discovery],
+            "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster}}],
+            "securityGroupSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster}}],
             **spec,
         },
     }
@@ -189,6 +189,46 @@ def deployment(
                 "spec": {"containers": [container(cpu, memory, name="app")], **pod_spec},
             },
         },
+    }
+
+
+def scenario_instance_type(
+    name: str, cpu: str, memory: str, prices: dict[str, float], **fields: Any
+) -> dict[str, Any]:
+    """An instance type in a scenario's fake catalogue. ``prices`` maps
+    "zone/capacity-type" to a price, one offering each; ``fields`` are further entry
+    fields (``pods=20``, ``overhead={...}``)."""
+    offerings = []
+    for key, price in prices.items():
+        zone, capacity_type = key.split("/")
+        offerings.append({"zone": zone, "capacityType": capacity_type, "price": price})
+    return {"name": name, "cpu": cpu, "memory": memory, **fields, "offerings": offerings}
+
+
+def scenario(
+    name: str,
+    instance_types: list[dict[str, Any]],
+    objects: list[dict[str, Any]],
+    steps: list[dict[str, Any]] | None = None,
+    cluster: str = "test",
+    zones: Iterable[str] = ("zone-a", "zone-b"),
+    settings: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A simulator scenario document (joiner.sim/v1) on the fake cloud in us-east-1:
+    ``instance_types`` in the scenario's catalogue form, ``objects`` created at the start,
+    then ``steps``. ``settings`` (controller settings by environment name) when given."""
+    spec: dict[str, Any] = {
+        "cluster": {"name": cluster, "region": "us-east-1", "zones": list(zones)},
+        "cloud": {"provider": "fake", "instanceTypes": instance_types},
+    }
+    if settings is not None:
+        spec["settings"] = settings
+    spec.update(objects=objects, steps=steps or [])
+    return {
+        "apiVersion": "joiner.sim/v1",
+        "kind": "Scenario",
+        "metadata": {"name": name},
+        "spec": spec,
     }
 
 

@@ -108,6 +108,18 @@ def start_replica(
     return Replica(process, stop, thread, kube)
 
 
+def unreachable_process(cloud: FakeCloudProvider, config: Settings) -> ControllerProcess:
+    """A single replica (no leader election) whose API server is not there."""
+    return ControllerProcess(
+        config,
+        HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}")),
+        lambda lookup: (cloud, cloud.resolve_nodeclass),
+        threading.Event(),
+        None,
+        host="127.0.0.1",
+    )
+
+
 def install_pool(store: MemoryKube) -> None:
     store.create(ec2nodeclass())
     store.create(nodepool(requirements=[requirement(wk.CAPACITY_TYPE, "Exists")]))
@@ -253,15 +265,7 @@ def _get(url: str) -> httpx.Response | None:
 
 
 def test_healthz_fails_when_the_loop_stalls(cloud: FakeCloudProvider) -> None:
-    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
-    process = ControllerProcess(
-        settings(),
-        kube,
-        lambda lookup: (cloud, cloud.resolve_nodeclass),
-        threading.Event(),
-        None,
-        host="127.0.0.1",
-    )
+    process = unreachable_process(cloud, settings())
     try:
         assert process._healthz() == (200, "text/plain", b"ok\n")
         process._heartbeat -= 61
@@ -298,7 +302,6 @@ def test_json_formatter_carries_extra_fields_and_errors() -> None:
 
 
 def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> None:
-    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -306,14 +309,7 @@ def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> 
         env = {"CLUSTER_NAME": "test", "HEALTH_PROBE_PORT": str(port)}
         env["METRICS_PORT"] = str(free_port())
         with pytest.raises(StartupError) as error:
-            ControllerProcess(
-                Settings.from_env(env),
-                kube,
-                lambda lookup: (cloud, cloud.resolve_nodeclass),
-                threading.Event(),
-                None,
-                host="127.0.0.1",
-            )
+            unreachable_process(cloud, Settings.from_env(env))
     assert str(error.value) == (
         f"HEALTH_PROBE_PORT: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
@@ -322,15 +318,7 @@ def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> 
 def test_a_crashing_loop_is_logged_and_exits_nonzero(cloud: FakeCloudProvider) -> None:
     logs = io.StringIO()
     configure_logging("info", logs)
-    kube = HttpKube(ClusterConfig(server=f"http://127.0.0.1:{free_port()}"))
-    process = ControllerProcess(
-        settings(),
-        kube,
-        lambda lookup: (cloud, cloud.resolve_nodeclass),
-        threading.Event(),
-        None,
-        host="127.0.0.1",
-    )
+    process = unreachable_process(cloud, settings())
 
     def broken() -> int:
         raise RuntimeError("bug in a watch handler")

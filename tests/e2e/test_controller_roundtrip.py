@@ -136,6 +136,12 @@ def _unschedulable_pod(store: MemoryKube) -> None:
     create_unschedulable(store, pod("app", cpu="1"))
 
 
+def _launched_claim(store: MemoryKube) -> dict[str, Any] | None:
+    """The first NodeClaim with an instance (a providerID), if any."""
+    claims = store.list("NodeClaim").items
+    return next((c for c in claims if (c.get("status") or {}).get("providerID")), None)
+
+
 def _kubelet_registers(store: MemoryKube, claim: dict[str, Any]) -> str:
     """The instance boots and its kubelet registers a Ready Node with the providerID."""
     name = f"ip-10-0-0-1.{REGION}.compute.internal"
@@ -169,17 +175,7 @@ def test_provision_and_terminate_round_trip(
         _wait_nodeclass_ready(store)
         _unschedulable_pod(store)
 
-        claim = _wait(
-            lambda: next(
-                (
-                    c
-                    for c in store.list("NodeClaim").items
-                    if (c.get("status") or {}).get("providerID")
-                ),
-                None,
-            ),
-            "a launched NodeClaim",
-        )
+        claim = _wait(lambda: _launched_claim(store), "a launched NodeClaim")
         name = claim["metadata"]["name"]
         instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
         zone = claim["metadata"]["labels"][wk.ZONE]
@@ -302,17 +298,7 @@ def test_insufficient_capacity_on_ec2_reprovisions_from_the_next_pool(
         _wait_nodeclass_ready(store)
         _unschedulable_pod(store)
 
-        claim = _wait(
-            lambda: next(
-                (
-                    c
-                    for c in store.list("NodeClaim").items
-                    if (c.get("status") or {}).get("providerID")
-                ),
-                None,
-            ),
-            "a launched NodeClaim",
-        )
+        claim = _wait(lambda: _launched_claim(store), "a launched NodeClaim")
         assert claim["metadata"]["name"].startswith("fallback-")
         assert claim["metadata"]["labels"][wk.INSTANCE_TYPE] == "m5.xlarge"
         failed = [

@@ -91,8 +91,11 @@ class KubeScheduler:
 
     def _mark_unschedulable(self, pod: dict[str, Any], why: str) -> None:
         conditions = (pod.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions):
-            return  # already marked: rewriting would only re-trigger the provisioner
+        marked = {"type": "PodScheduled", "status": "False", "message": why}
+        if any(all(c.get(k) == v for k, v in marked.items()) for c in conditions):
+            return  # unchanged: rewriting would only re-trigger the provisioner
+        # Changed (say, nodes joined and it still does not fit): kube-scheduler updates the
+        # condition, and that pod event is what makes the provisioner look at it again.
         pod = copy.deepcopy(pod)  # the index's object is shared
         pod.setdefault("status", {})["conditions"] = [
             *(c for c in conditions if c.get("type") != "PodScheduled"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
@@ -10,25 +11,11 @@ from joiner.controllers.garbagecollection import INTERVAL, GarbageCollection
 from joiner.kube.api import NotFound
 from joiner.kube.memory import MemoryKube
 from joiner.state.cluster import ClusterState
+from joiner.testing import nodeclaim, requirement
 
 
 def claim(name: str) -> dict:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.k8s.aws",
-                "kind": "EC2NodeClass",
-                "name": "default",
-            },
-            "requirements": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}
-            ],
-            "resources": {"requests": {"cpu": "1"}},
-        },
-    }
+    return nodeclaim(name, requirements=[requirement(wk.INSTANCE_TYPE, "In", ["small"])])
 
 
 def world():

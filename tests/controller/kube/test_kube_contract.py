@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from joiner import testing
+from joiner.api import labels as wk
 from joiner.kube.api import (
     AlreadyExists,
     BadRequest,
@@ -20,50 +22,17 @@ from kube_helpers import pod, ready_pod, take
 
 
 def nodepool(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
-                    ],
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                }
-            }
-        },
-    }
+    return testing.nodepool(name, requirements=[testing.capacity_types("spot")])
 
 
 def nodeclaim(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "finalizers": ["karpenter.sh/termination"]}
+    claim = testing.nodeclaim(
+        name, requirements=[testing.requirement(wk.INSTANCE_TYPE, "In", ["m5.large"])]
+    )
+    claim["metadata"]["finalizers"] = [wk.TERMINATION_FINALIZER]
     if owner is not None:
-        metadata["ownerReferences"] = [owner_ref(owner)]
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": metadata,
-        "spec": {
-            "requirements": [
-                {
-                    "key": "node.kubernetes.io/instance-type",
-                    "operator": "In",
-                    "values": ["m5.large"],
-                }
-            ],
-            "nodeClassRef": {
-                "group": "karpenter.k8s.aws",
-                "kind": "EC2NodeClass",
-                "name": "default",
-            },
-        },
-    }
+        claim["metadata"]["ownerReferences"] = [owner_ref(owner)]
+    return claim
 
 
 def owner_ref(owner: dict[str, Any], block: bool = True) -> dict[str, Any]:

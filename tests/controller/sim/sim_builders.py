@@ -21,40 +21,30 @@ from joiner.sim.result import (
 
 GIB = 2**30
 
-BASE_SCENARIO: dict[str, Any] = {
-    "apiVersion": "joiner.sim/v1",
-    "kind": "Scenario",
-    "metadata": {"name": "base"},
-    "spec": {
-        "cluster": {"name": "demo", "region": "us-east-1", "zones": ["zone-a", "zone-b"]},
-        "cloud": {
-            "provider": "fake",
-            "instanceTypes": [
-                {
-                    "name": "small",
-                    "cpu": "2",
-                    "memory": "4Gi",
-                    "overhead": {"cpu": "100m"},
-                    "offerings": [
-                        {"zone": "zone-a", "capacityType": "spot", "price": 0.03},
-                        {"zone": "zone-b", "capacityType": "on-demand", "price": 0.08},
-                    ],
-                }
-            ],
-        },
-        "objects": [
-            testing.ec2nodeclass(cluster="demo"),
-            testing.nodepool(),
-            testing.deployment("app", replicas=1, cpu="500m", memory="512Mi"),
-        ],
-        "steps": [
-            {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}},
-            {"name": "wait", "settle": "10m"},
-            {"advance": "1m"},
-            {"expect": {"pendingPods": 0}},
-        ],
-    },
-}
+BASE_SCENARIO: dict[str, Any] = testing.scenario(
+    "base",
+    cluster="demo",
+    instance_types=[
+        testing.scenario_instance_type(
+            "small",
+            "2",
+            "4Gi",
+            {"zone-a/spot": 0.03, "zone-b/on-demand": 0.08},
+            overhead={"cpu": "100m"},
+        )
+    ],
+    objects=[
+        testing.ec2nodeclass(cluster="demo"),
+        testing.nodepool(),
+        testing.deployment("app", replicas=1, cpu="500m", memory="512Mi"),
+    ],
+    steps=[
+        {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}},
+        {"name": "wait", "settle": "10m"},
+        {"advance": "1m"},
+        {"expect": {"pendingPods": 0}},
+    ],
+)
 
 
 def to_text(document: dict[str, Any]) -> str:

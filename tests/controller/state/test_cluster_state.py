@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from joiner import testing
 from joiner.api import labels as wk
 from joiner.clock import FakeClock
 from joiner.state.cluster import WATCHED_KINDS, ClusterState, is_provisionable
@@ -30,20 +31,16 @@ def pod(name: str, node: str | None = None, **meta: Any) -> dict[str, Any]:
 
 
 def nodeclaim(name: str, provider_id: str | None = None, **status: Any) -> dict[str, Any]:
-    claim: dict[str, Any] = {
-        "apiVersion": wk.API_VERSION,
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {wk.NODEPOOL: "default"}},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
-            "requirements": [
-                {"key": wk.NODEPOOL, "operator": "In", "values": ["default"]},
-                {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
-            ],
-            "resources": {"requests": {"cpu": "1500m", "pods": "2"}},
-        },
-        "status": dict(status),
-    }
+    claim = testing.nodeclaim(
+        name,
+        requirements=[
+            testing.requirement(wk.NODEPOOL, "In", ["default"]),
+            testing.requirement(wk.INSTANCE_TYPE, "In", ["m5.large"]),
+        ],
+        requests={"cpu": "1500m", "pods": "2"},
+        nodeclass="d",
+        status=dict(status),
+    )
     if provider_id:
         claim["status"]["providerID"] = provider_id
     return claim

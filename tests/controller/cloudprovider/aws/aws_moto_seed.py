@@ -18,6 +18,8 @@ from typing import Any
 
 import boto3
 import pytest
+from joiner import testing
+from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.clients import AWSClients
@@ -27,7 +29,6 @@ from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
 from joiner.sim import embedded_aws
 from joiner.sim.embedded_aws import CapacityOutage
-from joiner.testing import ec2nodeclass
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.ec2.responses.spot_instances import SpotInstances
@@ -207,7 +208,7 @@ CLUSTER_INFO_KWARGS = {
 
 def nodeclass_dict(name: str = "default", **spec: Any) -> dict[str, Any]:
     """An EC2NodeClass selecting the seeded subnets and node group by discovery tag."""
-    return ec2nodeclass(name, cluster=CLUSTER, **{"role": ROLE, **spec})
+    return testing.ec2nodeclass(name, cluster=CLUSTER, **{"role": ROLE, **spec})
 
 
 class FleetRecorder:
@@ -293,24 +294,13 @@ def nodeclaim_dict(
     nodeclass: str = "default",
     **spec: Any,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "karpenter.sh/nodepool": nodepool,
-                "karpenter.k8s.aws/ec2nodeclass": nodeclass,
-            },
-        },
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.k8s.aws",
-                "kind": "EC2NodeClass",
-                "name": nodeclass,
-            },
-            "requirements": requirements,
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-            **spec,
-        },
-    }
+    claim = testing.nodeclaim(
+        name,
+        nodepool,
+        requirements,
+        requests={"cpu": "1", "memory": "1Gi"},
+        labels={wk.EC2NODECLASS: nodeclass},
+        nodeclass=nodeclass,
+    )
+    claim["spec"].update(spec)
+    return claim

@@ -22,11 +22,7 @@ def instance_type(
     name: str, cpu: str, memory: str, prices: dict[str, float], pods: int = 30
 ) -> dict[str, Any]:
     """``prices`` maps "zone/capacity-type" to a price."""
-    offerings = []
-    for key, price in prices.items():
-        zone, capacity_type = key.split("/")
-        offerings.append({"zone": zone, "capacityType": capacity_type, "price": price})
-    return {"name": name, "cpu": cpu, "memory": memory, "pods": pods, "offerings": offerings}
+    return testing.scenario_instance_type(name, cpu, memory, prices, pods=pods)
 
 
 def od(price: float, zone: str = "zone-a") -> dict[str, float]:
@@ -90,18 +86,14 @@ def simulate(
     settings: dict[str, str] | None = None,
     prepare: Callable[[Simulation], None] | None = None,
 ) -> SimulationResult:
-    document = {
-        "apiVersion": "joiner.sim/v1",
-        "kind": "Scenario",
-        "metadata": {"name": "disruption-test"},
-        "spec": {
-            "cluster": {"name": "test", "region": "us-east-1", "zones": ZONES},
-            "cloud": {"provider": "fake", "instanceTypes": instance_types},
-            "settings": settings or {},
-            "objects": [testing.ec2nodeclass(), *copy.deepcopy(objects)],
-            "steps": steps,
-        },
-    }
+    document = testing.scenario(
+        "disruption-test",
+        instance_types,
+        [testing.ec2nodeclass(), *copy.deepcopy(objects)],
+        steps,
+        zones=ZONES,
+        settings=settings or {},
+    )
     simulation = Simulation(load_scenario(yaml.safe_dump(document, sort_keys=False)))
     if prepare is not None:
         prepare(simulation)

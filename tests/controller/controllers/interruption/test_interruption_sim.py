@@ -17,38 +17,23 @@ from joiner.sim.scenario import ScenarioError, load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
-BASE: dict[str, Any] = {
-    "apiVersion": "joiner.sim/v1",
-    "kind": "Scenario",
-    "metadata": {"name": "interrupt"},
-    "spec": {
-        "cluster": {"name": "t", "region": "us-east-1", "zones": ["zone-a", "zone-b"]},
-        "cloud": {
-            "provider": "fake",
-            "instanceTypes": [
-                {
-                    "name": "c-4x8",
-                    "cpu": "4",
-                    "memory": "8Gi",
-                    "pods": 20,
-                    "offerings": [
-                        {"zone": "zone-a", "capacityType": "spot", "price": 0.06},
-                        {"zone": "zone-b", "capacityType": "spot", "price": 0.07},
-                    ],
-                }
-            ],
-        },
-        "objects": [
-            testing.ec2nodeclass(cluster="t"),
-            testing.nodepool(
-                requirements=[testing.capacity_types("spot")],
-                disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-            ),
-            testing.deployment("app", replicas=2, cpu="3", memory="1Gi"),
-        ],
-        "steps": [],
-    },
-}
+BASE: dict[str, Any] = testing.scenario(
+    "interrupt",
+    cluster="t",
+    instance_types=[
+        testing.scenario_instance_type(
+            "c-4x8", "4", "8Gi", {"zone-a/spot": 0.06, "zone-b/spot": 0.07}, pods=20
+        )
+    ],
+    objects=[
+        testing.ec2nodeclass(cluster="t"),
+        testing.nodepool(
+            requirements=[testing.capacity_types("spot")],
+            disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+        ),
+        testing.deployment("app", replicas=2, cpu="3", memory="1Gi"),
+    ],
+)
 
 
 def run(kind: str, extra_objects: tuple[dict[str, Any], ...] = ()) -> SimulationResult:
