@@ -13,6 +13,7 @@ from joiner.api import labels as wk
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers import costmetrics, garbagecollection
+from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
 from joiner.controllers.disruption import controller as disruption
 from joiner.controllers.disruption.conditions import DisruptionConditions
@@ -72,12 +73,13 @@ class Operator:
         self.feed: Any = None
         self._pool_generations: dict[str, int | None] = {}
         self.manager = Manager(clock, pump=self.pump)
-        shared = (kube, self.state, cloud, clock, self.recorder, self.metrics)
+        ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
+        self.ctx = ctx
         self.provisioner = Provisioner(
-            *shared, batch_idle=options.batch_idle, batch_max=options.batch_max
+            ctx, batch_idle=options.batch_idle, batch_max=options.batch_max
         )
-        self.lifecycle = NodeClaimLifecycle(*shared)
-        self.termination = Termination(*shared)
+        self.lifecycle = NodeClaimLifecycle(ctx)
+        self.termination = Termination(ctx)
         self.node_finalizer = NodeFinalizer(kube, self.state)
         self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
         self.nodeclass_status = NodeClassStatus(
@@ -86,9 +88,9 @@ class Operator:
         self.gc = GarbageCollection(kube, self.state, cloud, clock)
         self.pod_startup = PodStartupMetrics(clock, self.metrics)
         self.cost_metrics = CostMetrics(self.state, cloud, self.metrics)
-        self.expiration = Expiration(kube, clock, self.recorder, self.metrics)
+        self.expiration = Expiration(ctx)
         self.disruption_conditions = DisruptionConditions(kube, self.state, cloud, clock)
-        self.orchestrator = Orchestrator(kube, self.state, clock, self.recorder, self.metrics)
+        self.orchestrator = Orchestrator(ctx)
         self.disruption = disruption.Disruption(
             self.state,
             cloud,
@@ -122,14 +124,9 @@ class Operator:
         self, feed: interruption.InterruptionFeed, replace_on_rebalance: bool
     ) -> None:
         self.interruption = interruption.Interruption(
-            self.kube,
-            self.state,
-            self.clock,
-            self.recorder,
-            self.metrics,
+            self.ctx,
             feed.receiver,
             feed.queue,
-            self.cloud,
             interruption.InterruptionOptions(
                 feed.poll_interval, feed.workers, replace_on_rebalance
             ),

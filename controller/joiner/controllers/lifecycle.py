@@ -16,19 +16,17 @@ from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.nodeclaim import NodeClaim
-from joiner.clock import Clock, from_rfc3339
+from joiner.clock import from_rfc3339
 from joiner.cloudprovider.types import (
-    CloudProvider,
     CloudProviderError,
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
+from joiner.controllers.context import Controller
 from joiner.controllers.runtime import DONE, Result
-from joiner.events import NORMAL, WARNING, EventRecorder
-from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.metrics import Metrics
+from joiner.events import NORMAL, WARNING
+from joiner.kube.api import Conflict, NotFound
 from joiner.scheduling.taints import same_taint
-from joiner.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +35,8 @@ REGISTRATION_TTL = 15 * 60.0  # not registered by then -> deleted
 POLL = 5.0  # how often to look while waiting for the Node
 
 
-class NodeClaimLifecycle:
+class NodeClaimLifecycle(Controller):
     name = "nodeclaim.lifecycle"
-
-    def __init__(
-        self,
-        kube: KubeAPI,
-        state: ClusterState,
-        cloud: CloudProvider,
-        clock: Clock,
-        recorder: EventRecorder,
-        metrics: Metrics,
-    ) -> None:
-        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
-        self.recorder, self.metrics = recorder, metrics
 
     def reconcile(self, key: str) -> Result:
         try:

@@ -18,14 +18,13 @@ from joiner.api import resources as res
 from joiner.api.conditions import is_true
 from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
-from joiner.cloudprovider.types import CloudProvider, InstanceType
+from joiner.cloudprovider.types import InstanceType
+from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.runtime import DONE, Result
-from joiner.events import NORMAL, WARNING, EventRecorder
-from joiner.kube.api import KubeAPI
-from joiner.metrics import Metrics
+from joiner.events import NORMAL, WARNING
 from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
 from joiner.scheduling.solver import solve
-from joiner.state.cluster import ClusterState, is_provisionable
+from joiner.state.cluster import is_provisionable
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +64,14 @@ class Batcher:
         self._opened = None
 
 
-class Provisioner:
+class Provisioner(Controller):
     name = "provisioner"
 
     def __init__(
-        self,
-        kube: KubeAPI,
-        state: ClusterState,
-        cloud: CloudProvider,
-        clock: Clock,
-        recorder: EventRecorder,
-        metrics: Metrics,
-        batch_idle: float = 1.0,
-        batch_max: float = 10.0,
+        self, ctx: ControllerContext, batch_idle: float = 1.0, batch_max: float = 10.0
     ) -> None:
-        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
-        self.recorder, self.metrics = recorder, metrics
-        self.batcher = Batcher(clock, batch_idle, batch_max)
+        super().__init__(ctx)
+        self.batcher = Batcher(ctx.clock, batch_idle, batch_max)
         self.last_plan: Plan | None = None
 
     def on_pod(self, pod: dict[str, Any]) -> str | None:

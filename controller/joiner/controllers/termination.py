@@ -19,12 +19,12 @@ from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api.duration import parse_duration
 from joiner.api.nodeclaim import NodeClaim
-from joiner.clock import Clock, from_rfc3339
-from joiner.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
+from joiner.clock import from_rfc3339
+from joiner.cloudprovider.types import NodeClaimNotFoundError
+from joiner.controllers.context import Controller
 from joiner.controllers.runtime import DONE, Result
-from joiner.events import NORMAL, WARNING, EventRecorder
+from joiner.events import NORMAL, WARNING
 from joiner.kube.api import Conflict, KubeAPI, NotFound, TooManyRequests
-from joiner.metrics import Metrics
 from joiner.scheduling.taints import tolerates
 from joiner.state.cluster import MIRROR_POD_ANNOTATION, ClusterState, is_terminal
 
@@ -56,20 +56,8 @@ def needs_drain(pod: dict[str, Any]) -> bool:
     return not any(tolerates(t, wk.DISRUPTED_TAINT) for t in tolerations)
 
 
-class Termination:
+class Termination(Controller):
     name = "nodeclaim.termination"
-
-    def __init__(
-        self,
-        kube: KubeAPI,
-        state: ClusterState,
-        cloud: CloudProvider,
-        clock: Clock,
-        recorder: EventRecorder,
-        metrics: Metrics,
-    ) -> None:
-        self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
-        self.recorder, self.metrics = recorder, metrics
 
     def reconcile(self, key: str) -> Result:
         try:

@@ -9,22 +9,17 @@ from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api.duration import parse_duration
-from joiner.clock import Clock, from_rfc3339
+from joiner.clock import from_rfc3339
+from joiner.controllers.context import Controller
 from joiner.controllers.runtime import DONE, Result
-from joiner.events import NORMAL, EventRecorder
-from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.metrics import Metrics
+from joiner.events import NORMAL
+from joiner.kube.api import Conflict, NotFound
 
 EXPIRED = "Expired"
 
 
-class Expiration:
+class Expiration(Controller):
     name = "nodeclaim.expiration"
-
-    def __init__(
-        self, kube: KubeAPI, clock: Clock, recorder: EventRecorder, metrics: Metrics
-    ) -> None:
-        self.kube, self.clock, self.recorder, self.metrics = kube, clock, recorder, metrics
 
     def reconcile(self, key: str) -> Result:
         try:

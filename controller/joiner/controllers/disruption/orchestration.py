@@ -13,14 +13,12 @@ from typing import Any
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
-from joiner.clock import Clock
+from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.disruption.methods import Command
 from joiner.controllers.provisioning import nodeclaim_manifest
 from joiner.controllers.runtime import DONE, Result
-from joiner.events import NORMAL, WARNING, EventRecorder
-from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.metrics import Metrics
-from joiner.state.cluster import ClusterState
+from joiner.events import NORMAL, WARNING
+from joiner.kube.api import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +34,11 @@ class InFlight:
     replacements: list[str] = field(default_factory=list)
 
 
-class Orchestrator:
+class Orchestrator(Controller):
     name = "disruption.orchestration"
 
-    def __init__(
-        self,
-        kube: KubeAPI,
-        state: ClusterState,
-        clock: Clock,
-        recorder: EventRecorder,
-        metrics: Metrics,
-    ) -> None:
-        self.kube, self.state, self.clock = kube, state, clock
-        self.recorder, self.metrics = recorder, metrics
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
         self.in_flight: list[InFlight] = []
 
     @property

@@ -23,15 +23,12 @@ from typing import Any
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
-from joiner.clock import Clock
-from joiner.cloudprovider.types import CloudProvider
+from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.interruption.messages import Kind, Message, MessageError, parse
 from joiner.controllers.interruption.queue import MessageQueue, QueueMessage, Receiver
 from joiner.controllers.runtime import Result
-from joiner.events import NORMAL, WARNING, EventRecorder
-from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.metrics import Metrics
-from joiner.state.cluster import ClusterState
+from joiner.events import NORMAL, WARNING
+from joiner.kube.api import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +79,18 @@ def instance_id_of(provider_id: str | None) -> str | None:
     return provider_id.rsplit("/", 1)[1] or None
 
 
-class Interruption:
+class Interruption(Controller):
     name = "interruption"
 
     def __init__(
         self,
-        kube: KubeAPI,
-        state: ClusterState,
-        clock: Clock,
-        recorder: EventRecorder,
-        metrics: Metrics,
+        ctx: ControllerContext,
         receiver: Receiver,
         queue: MessageQueue,
-        offerings: CloudProvider,
         options: InterruptionOptions | None = None,
     ) -> None:
-        self.kube, self.state, self.clock = kube, state, clock
-        self.recorder, self.metrics = recorder, metrics
-        self.receiver, self.queue, self.offerings = receiver, queue, offerings
+        super().__init__(ctx)
+        self.receiver, self.queue = receiver, queue
         self.options = options or InterruptionOptions()
         self.handled = 0  # messages taken off the queue so far
 
@@ -188,7 +179,7 @@ class Interruption:
     def _avoid_offering(self, labels: Mapping[str, str]) -> None:
         instance_type, zone = labels.get(wk.INSTANCE_TYPE), labels.get(wk.ZONE)
         if instance_type and zone:
-            self.offerings.mark_unavailable(instance_type, zone, wk.CAPACITY_TYPE_SPOT)
+            self.cloud.mark_unavailable(instance_type, zone, wk.CAPACITY_TYPE_SPOT)
 
     def _mark_interrupted(self, raw: dict[str, Any]) -> None:
         conditions = raw.setdefault("status", {}).setdefault("conditions", [])

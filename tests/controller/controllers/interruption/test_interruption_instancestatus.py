@@ -15,6 +15,7 @@ from interruption_world import catalogue
 from joiner import testing
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider
+from joiner.controllers.context import ControllerContext
 from joiner.controllers.interruption.controller import Interruption
 from joiner.controllers.interruption.instancestatus import (
     POLL_INTERVAL,
@@ -91,16 +92,15 @@ class Rig:
         self.kube = MemoryKube(self.clock, garbage_collection="manual")
         self.state = ClusterState(self.clock)
         self.metrics = Metrics()
-        self.interruption = Interruption(
+        context = ControllerContext(
             self.kube,
             self.state,
+            FakeCloudProvider(catalogue(), self.clock),
             self.clock,
             EventRecorder(self.kube, self.clock),
             self.metrics,
-            InlineReceiver(bus.queue),
-            bus.queue,
-            FakeCloudProvider(catalogue(), self.clock),
         )
+        self.interruption = Interruption(context, InlineReceiver(bus.queue), bus.queue)
         self.poller = InstanceStatusPoller(ec2, self.interruption)
 
     def add_claim(self, name: str, instance_id: str) -> None:
