@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api.serialize import manifest, optional_fields, stable_hash
 
 KIND = "EC2NodeClass"
 AMI_FAMILIES = (
@@ -122,21 +121,10 @@ class EC2NodeClass:
         for attr, key in self._OPTIONAL:
             if getattr(self, attr) is not None:
                 spec[key] = getattr(self, attr)
-        if self.tags:
-            spec["tags"] = dict(self.tags)
-        if self.kubelet:
-            spec["kubelet"] = copy.deepcopy(self.kubelet)
-        if self.block_device_mappings is not None:
+        optional_fields(spec, tags=self.tags, kubelet=self.kubelet)
+        if self.block_device_mappings is not None:  # an explicit [] is kept
             spec["blockDeviceMappings"] = copy.deepcopy(self.block_device_mappings)
-        out = {
-            "apiVersion": wk.AWS_API_VERSION,
-            "kind": KIND,
-            "metadata": copy.deepcopy(self.metadata),
-            "spec": spec,
-        }
-        if self.status:
-            out["status"] = copy.deepcopy(self.status)
-        return out
+        return manifest(wk.AWS_API_VERSION, KIND, self.metadata, spec, self.status)
 
     @property
     def name(self) -> str:
@@ -148,8 +136,7 @@ class EC2NodeClass:
         spec = self.to_dict()["spec"]
         for dynamic in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"):
             spec.pop(dynamic, None)
-        canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return stable_hash(spec)
 
     def resolved_ami_family(self) -> str:
         """amiFamily, else the family of the alias term, else AL2023."""

@@ -11,6 +11,7 @@ from joiner.api import labels as wk
 from joiner.api.nodepool import DEFAULT_EXPIRE_AFTER, NodeClassRef
 from joiner.api.requirements import Requirements
 from joiner.api.resources import ResourceList, parse_resource_list
+from joiner.api.serialize import manifest, optional_fields
 
 KIND = "NodeClaim"
 
@@ -102,22 +103,13 @@ class NodeClaim:
             "resources": copy.deepcopy(self.resources),
             "expireAfter": self.expire_after,
         }
-        if self.taints:
-            spec["taints"] = copy.deepcopy(self.taints)
-        if self.startup_taints:
-            spec["startupTaints"] = copy.deepcopy(self.startup_taints)
-        if self.termination_grace_period is not None:
-            spec["terminationGracePeriod"] = self.termination_grace_period
-        out = {
-            "apiVersion": wk.API_VERSION,
-            "kind": KIND,
-            "metadata": copy.deepcopy(self.metadata),
-            "spec": spec,
-        }
-        status = self.status.to_dict()
-        if status:
-            out["status"] = status
-        return out
+        optional_fields(
+            spec,
+            taints=self.taints,
+            startupTaints=self.startup_taints,
+            terminationGracePeriod=self.termination_grace_period,
+        )
+        return manifest(wk.API_VERSION, KIND, self.metadata, spec, self.status.to_dict())
 
     @property
     def name(self) -> str:

@@ -7,8 +7,6 @@ Kubernetes form. Validation lives in ``joiner.api.validation``.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +14,7 @@ from joiner.api import labels as wk
 from joiner.api.duration import parse_duration
 from joiner.api.requirements import Requirements
 from joiner.api.resources import ResourceList, parse_resource_list
+from joiner.api.serialize import manifest, optional_fields, stable_hash
 
 KIND = "NodePool"
 DEFAULT_EXPIRE_AFTER = "720h"
@@ -140,12 +139,12 @@ class NodeClaimTemplate:
             "requirements": copy.deepcopy(self.requirements),
             "expireAfter": self.expire_after,
         }
-        if self.taints:
-            spec["taints"] = copy.deepcopy(self.taints)
-        if self.startup_taints:
-            spec["startupTaints"] = copy.deepcopy(self.startup_taints)
-        if self.termination_grace_period is not None:
-            spec["terminationGracePeriod"] = self.termination_grace_period
+        optional_fields(
+            spec,
+            taints=self.taints,
+            startupTaints=self.startup_taints,
+            terminationGracePeriod=self.termination_grace_period,
+        )
         out: dict[str, Any] = {"spec": spec}
         if meta:
             out["metadata"] = meta
@@ -194,19 +193,8 @@ class NodePool:
             "template": self.template.to_dict(),
             "disruption": self.disruption.to_dict(),
         }
-        if self.limits:
-            spec["limits"] = dict(self.limits)
-        if self.weight is not None:
-            spec["weight"] = self.weight
-        out = {
-            "apiVersion": wk.API_VERSION,
-            "kind": KIND,
-            "metadata": copy.deepcopy(self.metadata),
-            "spec": spec,
-        }
-        if self.status:
-            out["status"] = copy.deepcopy(self.status)
-        return out
+        optional_fields(spec, limits=self.limits, weight=self.weight)
+        return manifest(wk.API_VERSION, KIND, self.metadata, spec, self.status)
 
     @property
     def name(self) -> str:
@@ -221,8 +209,7 @@ class NodePool:
         (requirement drift is checked against the requirements themselves)."""
         template = self.template.to_dict()
         template["spec"].pop("requirements", None)
-        canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return stable_hash(template)
 
     def requirements(self) -> Requirements:
         """Everything a node of this pool is known to satisfy: template requirements and

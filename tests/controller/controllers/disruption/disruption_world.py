@@ -47,6 +47,14 @@ def nodepool(
     )
 
 
+def types_pool(*types: str, disruption: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The default pool, limited to these instance types."""
+    return nodepool(
+        requirements=[testing.requirement("node.kubernetes.io/instance-type", "In", list(types))],
+        disruption=disruption,
+    )
+
+
 def deployment(
     name: str,
     replicas: int,

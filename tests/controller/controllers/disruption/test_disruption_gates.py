@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from disruption_world import deployment, instance_type, live_types, nodepool, simulate
+from disruption_world import (
+    deployment,
+    instance_type,
+    live_types,
+    nodepool,
+    simulate,
+    types_pool,
+)
 
 SPOT_BIG = instance_type("sbig", "8", "16Gi", {"zone-a/spot": 0.50})
 
@@ -60,20 +67,8 @@ def test_spot_to_spot_needs_fifteen_cheaper_types():
 def test_a_pdb_that_allows_no_disruption_keeps_the_node_and_says_so():
     big = instance_type("big", "8", "16Gi", {"zone-a/on-demand": 1.0})
     small = instance_type("small", "2", "4Gi", {"zone-a/on-demand": 0.1})
-    only_big = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["big"]}
-        ]
-    )
-    both = nodepool(
-        requirements=[
-            {
-                "key": "node.kubernetes.io/instance-type",
-                "operator": "In",
-                "values": ["big", "small"],
-            }
-        ]
-    )
+    only_big = types_pool("big")
+    both = types_pool("big", "small")
     pdb = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

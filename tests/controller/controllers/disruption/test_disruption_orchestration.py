@@ -12,6 +12,7 @@ from disruption_world import (
     od,
     scale,
     simulate,
+    types_pool,
 )
 
 
@@ -19,18 +20,8 @@ def test_a_replacement_that_cannot_launch_leaves_the_old_node_untainted_and_runn
     """[DISR-9] drift wants a c3; every c3 launch fails (no capacity at launch time)."""
     big = instance_type("big8", "8", "16Gi", od(0.50))
     c3 = instance_type("c3", "3", "6Gi", od(0.12))
-    before = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["big8"]}
-        ],
-        disruption={"consolidateAfter": "Never"},
-    )
-    after = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c3"]}
-        ],
-        disruption={"consolidateAfter": "Never"},
-    )
+    before = types_pool("big8", disruption={"consolidateAfter": "Never"})
+    after = types_pool("c3", disruption={"consolidateAfter": "Never"})
 
     def no_c3_capacity(simulation) -> None:
         simulation.cloud.provider.no_capacity.add(("c3", "zone-a", "on-demand"))
@@ -55,21 +46,11 @@ def test_emptiness_goes_first_when_a_pass_could_also_consolidate():
     command of the pass is the empty node's deletion."""
     big = instance_type("big", "8", "16Gi", od(1.0))
     small = instance_type("small", "2", "4Gi", od(0.1))
-    only_big = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["big"]}
-        ],
-        disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]},
+    only_big = types_pool(
+        "big", disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]}
     )
-    both = nodepool(
-        requirements=[
-            {
-                "key": "node.kubernetes.io/instance-type",
-                "operator": "In",
-                "values": ["big", "small"],
-            }
-        ],
-        disruption={"consolidateAfter": "30s", "budgets": [{"nodes": "100%"}]},
+    both = types_pool(
+        "big", "small", disruption={"consolidateAfter": "30s", "budgets": [{"nodes": "100%"}]}
     )
     result = simulate(
         [big, small],

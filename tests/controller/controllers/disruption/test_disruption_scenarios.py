@@ -13,6 +13,7 @@ from disruption_world import (
     od,
     scale,
     simulate,
+    types_pool,
 )
 
 SMALL = instance_type("small", "2", "4Gi", od(0.10))
@@ -187,20 +188,8 @@ def test_a_zero_budget_during_a_cron_window_blocks_until_the_window_ends():
 def test_do_not_disrupt_for_5m_blocks_for_five_minutes_then_allows():
     """[API-2, DISR-3] the pod's duration counts from its start."""
     big = instance_type("big", "8", "16Gi", od(1.0))
-    only_big = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["big"]}
-        ]
-    )
-    both = nodepool(
-        requirements=[
-            {
-                "key": "node.kubernetes.io/instance-type",
-                "operator": "In",
-                "values": ["big", "small"],
-            }
-        ]
-    )
+    only_big = types_pool("big")
+    both = types_pool("big", "small")
     app = deployment("app", 1, "500m", annotations={"karpenter.sh/do-not-disrupt": "5m"})
     result = simulate(
         [big, SMALL],
@@ -225,18 +214,8 @@ def test_drifted_node_gets_three_replacements_before_it_goes():
     all initialized before the drifted node is deleted."""
     big = instance_type("big8", "8", "16Gi", od(0.50))
     c3 = instance_type("c3", "3", "6Gi", od(0.12))
-    before = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["big8"]}
-        ],
-        disruption={"consolidateAfter": "Never"},
-    )
-    after = nodepool(
-        requirements=[
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c3"]}
-        ],
-        disruption={"consolidateAfter": "Never"},
-    )
+    before = types_pool("big8", disruption={"consolidateAfter": "Never"})
+    after = types_pool("c3", disruption={"consolidateAfter": "Never"})
     result = simulate(
         [big, c3],
         [before, deployment("app", 3, "2")],
