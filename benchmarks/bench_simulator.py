@@ -1,8 +1,8 @@
 """Simulator speed and disruption quality over a diurnal day (issues 7 and 8).
 
 Ten Deployments of varied, realistic requests follow a day curve: 200 pods at night,
-5,000 at the midday peak, back to 200, with the replicas changed every
-``CHANGE_MINUTES`` virtual minutes (``scale`` steps, then ``advance``). The catalogue is
+5,000 at the midday peak, back to 200, with the replicas changed every 30 virtual
+minutes (``scale`` steps, then two ``advance`` samples). The catalogue is
 EC2-like: the c, m and r families of generations 5 to 7 (Intel and AMD), sizes large to
 8xlarge, with on-demand prices from the shared us-east-1 price list, spot at
 ``SPOT_FRACTION`` of on-demand, vCPU from the size name and memory from the family ratio
@@ -10,9 +10,9 @@ EC2-like: the c, m and r families of generations 5 to 7 (Intel and AMD), sizes l
 (the EKS AMI formula).
 
 Reported: wall time, virtual hours, pods and nodes at the peak, total cost; the cluster's
-$/hour at the end of every hold that followed a scale-down, against the fractional lower
-bound (the cheapest $/hour of any mix of whole-or-partial instances whose allocatable
-CPU and memory cover the summed requests); evictions per hour and the most evictions of
+$/hour after every scale-down once it settled (else at the end of the hold), against the
+fractional lower bound (the cheapest $/hour of any mix of whole-or-partial instances whose
+allocatable CPU and memory cover the summed requests); evictions per hour and the most evictions of
 one Deployment's pods per replica in an hour of steady load; NodeClaims created and
 deleted; churn: a node replaced by one of its own type, or a chain A -> B -> A.
 
@@ -21,8 +21,11 @@ within 1.15x of the bound after each scale-down settles, at most one disruption 
 per hour of steady load, no churn. Quick mode runs 6 virtual hours peaking at 600 pods,
 checks quality the same way and does not judge the wall time.
 
-``python -m benchmarks.bench_simulator --provider aws`` asks for the embedded AWS cloud;
-this build does not have it yet and says so instead of running something else.
+``python -m benchmarks.bench_simulator --provider fake|aws|both`` (default both):
+``aws`` runs the embedded AWS cloud (moto with the real provider code and catalogue,
+the pool limited to the same families and sizes, the bound from the types it offers);
+where that cloud cannot be built, the benchmark says so instead of running something
+else.
 """
 
 from __future__ import annotations
