@@ -51,7 +51,10 @@ from joiner.sim.scenario import ScenarioError, load_scenario
 
 from benchmarks import quick_mode
 
-PRICE_LIST = Path("/work/shared/data/ec2-on-demand-us-east-1.json")
+# The shared price list lies beside the repository (it is not ours to ship).
+PRICE_LIST = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+)
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 SPOT_FRACTION = 0.35  # spot at about a third of on-demand, the usual discount for c/m/r
 FAMILY_PATTERN = re.compile(r"^(?P<category>[cmr])(?P<generation>[567])(?P<variant>[ai]?)$")
