@@ -33,6 +33,7 @@ from joiner.controllers.termination import NodeFinalizer, Termination
 from joiner.events import EventRecorder
 from joiner.kube.api import KubeAPI
 from joiner.metrics import Metrics
+from joiner.settings import Settings
 from joiner.state.cluster import WATCHED_KINDS, ClusterState
 
 # NodePool status sums over all of a pool's nodes: coalesce the NodeClaim changes of a
@@ -47,6 +48,15 @@ class OperatorOptions:
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OperatorOptions:
+        return cls(
+            batch_idle=settings.batch_idle_duration,
+            batch_max=settings.batch_max_duration,
+            spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
+            replace_on_rebalance=settings.interruption_replace_on_rebalance,
+        )
 
 
 def validate_nothing(obj: dict) -> list:

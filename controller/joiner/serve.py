@@ -220,12 +220,7 @@ class ControllerProcess:
             cloud,
             self.clock,
             resolve_nodeclass,
-            OperatorOptions(
-                batch_idle=settings.batch_idle_duration,
-                batch_max=settings.batch_max_duration,
-                spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
-                replace_on_rebalance=settings.interruption_replace_on_rebalance,
-            ),
+            OperatorOptions.from_settings(settings),
             validate=validate_object,
             interruption_feed=feed,
         )

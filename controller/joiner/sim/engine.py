@@ -165,12 +165,7 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
         )
     except SettingsError as err:
         raise ScenarioError(f"spec.settings: {err}") from None
-    return OperatorOptions(
-        batch_idle=settings.batch_idle_duration,
-        batch_max=settings.batch_max_duration,
-        spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
-        replace_on_rebalance=settings.interruption_replace_on_rebalance,
-    )
+    return OperatorOptions.from_settings(settings)
 
 
 class Simulation:
