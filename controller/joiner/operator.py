@@ -170,22 +170,12 @@ class Operator:
         self.pod_startup.on_pod(event_type, obj)
         if event_type != "DELETED" and self.provisioner.on_pod(obj):
             self.manager.enqueue(self.provisioner.name, BATCH_KEY)
-        node = (obj.get("spec") or {}).get("nodeName")
-        claim = self._claim_of_node(node) if node else None
-        if claim is not None:
-            self.manager.enqueue(self.disruption_conditions.name, claim)
-
-    def _claim_of_node(self, node_name: str) -> str | None:
-        state_node = self.state.nodes.get(node_name)
-        provider_id = ((state_node or {}).get("spec") or {}).get("providerID")
-        return next(
-            (
-                c.name
-                for c in self.state.nodeclaims.values()
-                if provider_id and c.status.provider_id == provider_id
-            ),
-            None,
+        node = self.state.nodes.get((obj.get("spec") or {}).get("nodeName") or "")
+        claim = self.state.nodeclaim_by_provider_id(
+            ((node or {}).get("spec") or {}).get("providerID")
         )
+        if claim is not None:
+            self.manager.enqueue(self.disruption_conditions.name, claim.name)
 
     def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -207,11 +197,12 @@ class Operator:
             return
         if obj["metadata"].get("deletionTimestamp"):
             self.manager.enqueue(self.node_finalizer.name, obj["metadata"]["name"])
-        provider_id = (obj.get("spec") or {}).get("providerID")
-        for claim in self.state.nodeclaims.values():
-            if provider_id and claim.status.provider_id == provider_id:
-                queue = self.termination if claim.metadata.get("deletionTimestamp") else None
-                self.manager.enqueue((queue or self.lifecycle).name, claim.name)
+        claim = self.state.nodeclaim_by_provider_id((obj.get("spec") or {}).get("providerID"))
+        if claim is not None:
+            deleting = claim.metadata.get("deletionTimestamp")
+            self.manager.enqueue(
+                (self.termination if deleting else self.lifecycle).name, claim.name
+            )
 
     def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

@@ -192,6 +192,19 @@ def deployment(
     }
 
 
+def pod_disruption_budget(
+    app: str, max_unavailable: int | str = 0, namespace: str = "default"
+) -> dict[str, Any]:
+    """A PDB over the pods labelled ``app=<app>`` (as ``deployment`` labels them);
+    ``max_unavailable=0`` allows no voluntary disruption."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app, "namespace": namespace},
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
 def scenario_instance_type(
     name: str, cpu: str, memory: str, prices: dict[str, float], **fields: Any
 ) -> dict[str, Any]:

@@ -39,9 +39,8 @@ class NodeClaimLifecycle(Controller):
     name = "nodeclaim.lifecycle"
 
     def reconcile(self, key: str) -> Result:
-        try:
-            raw = self.kube.get("NodeClaim", key)
-        except NotFound:
+        raw = self.fresh("NodeClaim", key)
+        if raw is None:
             return DONE
         if raw["metadata"].get("deletionTimestamp"):
             return DONE  # termination owns it now
@@ -98,7 +97,7 @@ class NodeClaimLifecycle(Controller):
     # --- registration ----------------------------------------------------------
 
     def _register(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
-        node = self._node_for(claim)
+        node = self.state.node_by_provider_id(claim.status.provider_id)
         if node is None:
             if self._age(raw) > REGISTRATION_TTL:
                 return self._give_up(raw, "RegistrationTimeout", "no Node registered within 15m")
@@ -130,21 +129,10 @@ class NodeClaimLifecycle(Controller):
         spec["taints"] = taints
         self.kube.update(node)
 
-    def _node_for(self, claim: NodeClaim) -> dict[str, Any] | None:
-        provider_id = claim.status.provider_id
-        return next(
-            (
-                n
-                for n in self.state.nodes.values()
-                if (n.get("spec") or {}).get("providerID") == provider_id
-            ),
-            None,
-        )
-
     # --- initialization ------------------------------------------------------------
 
     def _initialize(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
-        node = self._node_for(claim)
+        node = self.state.node_by_provider_id(claim.status.provider_id)
         if node is None:
             return Result(requeue_after=POLL)
         waiting = self._not_initialized_because(claim, node)

@@ -60,9 +60,8 @@ class Termination(Controller):
     name = "nodeclaim.termination"
 
     def reconcile(self, key: str) -> Result:
-        try:
-            raw = self.kube.get("NodeClaim", key)
-        except NotFound:
+        raw = self.fresh("NodeClaim", key)
+        if raw is None:
             return DONE
         meta = raw["metadata"]
         if not meta.get("deletionTimestamp") or wk.TERMINATION_FINALIZER not in (
@@ -75,7 +74,7 @@ class Termination(Controller):
             return Result(requeue_after=0.0)
 
     def _terminate(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
-        node = self._node_for(claim)
+        node = self.state.node_by_provider_id(claim.status.provider_id)
         if node is not None and not self._instance_gone_and_not_ready(claim, node):
             self._taint(node)
             waiting = self._drain(claim, node)
@@ -158,19 +157,6 @@ class Termination(Controller):
             return True
         return False
 
-    def _node_for(self, claim: NodeClaim) -> dict[str, Any] | None:
-        provider_id = claim.status.provider_id
-        if not provider_id:
-            return None
-        return next(
-            (
-                n
-                for n in self.state.nodes.values()
-                if (n.get("spec") or {}).get("providerID") == provider_id
-            ),
-            None,
-        )
-
     def _taint(self, node: dict[str, Any]) -> None:
         taints = (node.get("spec") or {}).get("taints") or []
         if any(t.get("key") == wk.DISRUPTED_TAINT_KEY for t in taints):
@@ -212,11 +198,7 @@ class NodeFinalizer:
         node = self.state.nodes.get(key)
         if node is None or not node["metadata"].get("deletionTimestamp"):
             return DONE
-        provider_id = (node.get("spec") or {}).get("providerID")
-        claim = next(
-            (c for c in self.state.nodeclaims.values() if c.status.provider_id == provider_id),
-            None,
-        )
+        claim = self.state.nodeclaim_by_provider_id((node.get("spec") or {}).get("providerID"))
         if claim is not None:
             with contextlib.suppress(NotFound):
                 self.kube.delete("NodeClaim", claim.name)

@@ -204,6 +204,27 @@ class ClusterState:
         """Every NodeClaim (joined with its Node by providerID) and every unmanaged Node."""
         return list(self._join()[1])
 
+    def node_by_provider_id(self, provider_id: str | None) -> dict[str, Any] | None:
+        """The Node registered for an instance (None before registration)."""
+        if not provider_id:
+            return None
+        return next(
+            (
+                n
+                for n in self.nodes.values()
+                if (n.get("spec") or {}).get("providerID") == provider_id
+            ),
+            None,
+        )
+
+    def nodeclaim_by_provider_id(self, provider_id: str | None) -> NodeClaim | None:
+        """The NodeClaim that launched an instance."""
+        if not provider_id:
+            return None
+        return next(
+            (c for c in self.nodeclaims.values() if c.status.provider_id == provider_id), None
+        )
+
     def state_node(self, name: str) -> StateNode | None:
         return self._join()[2].get(name)
 

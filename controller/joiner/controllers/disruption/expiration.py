@@ -22,9 +22,8 @@ class Expiration(Controller):
     name = "nodeclaim.expiration"
 
     def reconcile(self, key: str) -> Result:
-        try:
-            raw = self.kube.get("NodeClaim", key)
-        except NotFound:
+        raw = self.fresh("NodeClaim", key)
+        if raw is None:
             return DONE
         meta = raw["metadata"]
         expire = parse_duration((raw.get("spec") or {}).get("expireAfter", "720h"))

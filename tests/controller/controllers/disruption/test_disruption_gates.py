@@ -10,6 +10,7 @@ from disruption_world import (
     simulate,
     types_pool,
 )
+from joiner import testing
 
 SPOT_BIG = instance_type("sbig", "8", "16Gi", {"zone-a/spot": 0.50})
 
@@ -69,12 +70,7 @@ def test_a_pdb_that_allows_no_disruption_keeps_the_node_and_says_so():
     small = instance_type("small", "2", "4Gi", {"zone-a/on-demand": 0.1})
     only_big = types_pool("big")
     both = types_pool("big", "small")
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "app", "namespace": "default"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "app"}}},
-    }
+    pdb = testing.pod_disruption_budget("app")
     result = simulate(
         [big, small],
         [only_big, pdb, deployment("app", 1, "500m")],

@@ -14,6 +14,7 @@ from disruption_world import (
     simulate,
     types_pool,
 )
+from joiner import testing
 
 
 def test_a_replacement_that_cannot_launch_leaves_the_old_node_untainted_and_running():
@@ -80,12 +81,7 @@ def test_termination_grace_period_ends_a_drain_that_a_pdb_blocks():
     pod for two minutes, then it is deleted and the node goes."""
     pool = nodepool(expire_after="10m", disruption={"consolidateAfter": "Never"})
     pool["spec"]["template"]["spec"]["terminationGracePeriod"] = "2m"
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "app", "namespace": "default"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "app"}}},
-    }
+    pdb = testing.pod_disruption_budget("app")
     result = simulate(
         [instance_type("small", "2", "4Gi", od(0.1))],
         [pool, pdb, deployment("app", 1, "500m")],

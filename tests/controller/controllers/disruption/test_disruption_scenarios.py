@@ -15,6 +15,7 @@ from disruption_world import (
     simulate,
     types_pool,
 )
+from joiner import testing
 
 SMALL = instance_type("small", "2", "4Gi", od(0.10))
 MEDIUM = instance_type("medium", "6", "12Gi", od(0.15))
@@ -117,39 +118,30 @@ def test_of_nodes_with_two_and_one_pods_the_one_pod_node_goes_without_replacemen
     assert len(result.nodeclaims) == 2
 
 
-def test_on_demand_node_is_kept_when_spot_replacements_worst_price_is_higher():
-    """[DISR-7] OD -> spot only when the worst spot launch price is below the OD price."""
+def on_demand_node_offered_spot(zone_b_spot_price: float):
+    """A 1.00 on-demand node of the one OD type; then the pool also allows spot, and a
+    small type is offered as spot at 0.30 in zone-a and ``zone_b_spot_price`` in zone-b."""
     big = instance_type("big", "8", "16Gi", od(1.0))
-    cheap_spot = instance_type("small", "2", "4Gi", {"zone-a/spot": 0.30, "zone-b/spot": 1.50})
-    od_only = nodepool()
-    both = nodepool(
-        requirements=[
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]}
-        ]
+    spot = instance_type(
+        "small", "2", "4Gi", {"zone-a/spot": 0.30, "zone-b/spot": zone_b_spot_price}
     )
-    result = simulate(
-        [big, cheap_spot],
-        [od_only, deployment("app", 1, "500m")],
+    both = nodepool(requirements=[testing.capacity_types("spot", "on-demand")])
+    return simulate(
+        [big, spot],
+        [nodepool(), deployment("app", 1, "500m")],
         [{"settle": "5m"}, {"apply": [both]}, {"advance": "10m"}],
     )
+
+
+def test_on_demand_node_is_kept_when_spot_replacements_worst_price_is_higher():
+    """[DISR-7] OD -> spot only when the worst spot launch price is below the OD price."""
+    result = on_demand_node_offered_spot(zone_b_spot_price=1.50)
     assert live_types(result) == ["big"]
     assert disruptions(result) == []
 
 
 def test_on_demand_node_moves_to_spot_when_every_spot_offering_is_cheaper():
-    big = instance_type("big", "8", "16Gi", od(1.0))
-    cheap_spot = instance_type("small", "2", "4Gi", {"zone-a/spot": 0.30, "zone-b/spot": 0.40})
-    od_only = nodepool()
-    both = nodepool(
-        requirements=[
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]}
-        ]
-    )
-    result = simulate(
-        [big, cheap_spot],
-        [od_only, deployment("app", 1, "500m")],
-        [{"settle": "5m"}, {"apply": [both]}, {"advance": "10m"}],
-    )
+    result = on_demand_node_offered_spot(zone_b_spot_price=0.40)
     assert live_types(result) == ["small"]
     (node,) = [n for n in result.final.nodes if n.managed]
     assert (node.capacity_type, node.zone, node.price) == ("spot", "zone-a", 0.30)
