@@ -2,12 +2,16 @@
 
 Repeats of the same (object, reason, message) within ``DEDUP_WINDOW`` only bump
 the count, as the API server's event aggregation does, so a loop that keeps
-failing does not flood the cluster.
+failing does not flood the cluster. The count is written with the first repeat
+at least ``REPEAT_WRITE_INTERVAL`` after the last write (counting the repeats in
+between): a decision repeated every 10-second disruption pass is one write a
+minute, not six.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from joiner.clock import Clock, to_rfc3339
@@ -17,6 +21,7 @@ log = logging.getLogger(__name__)
 
 NORMAL, WARNING = "Normal", "Warning"
 DEDUP_WINDOW = 600.0
+REPEAT_WRITE_INTERVAL = 60.0
 COMPONENT = "karpenter"
 
 
@@ -24,7 +29,8 @@ class EventRecorder:
     def __init__(self, kube: KubeAPI, clock: Clock, namespace: str = "default") -> None:
         self.kube, self.clock = kube, clock
         self.default_namespace = namespace
-        self._recent: dict[tuple[str, str, str], tuple[str, str, float, int]] = {}
+        # (object, reason, message) -> the Event written for it
+        self._recent: dict[tuple[str, str, str], _Written] = {}
 
     def record(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
@@ -32,8 +38,8 @@ class EventRecorder:
         dedup = (meta.get("uid") or meta.get("name", ""), reason, message)
         seen = self._recent.get(dedup)
         try:
-            if seen and now - seen[2] < DEDUP_WINDOW:
-                self._bump(dedup, seen, now)
+            if seen and now - seen.first < DEDUP_WINDOW:
+                self._repeat(seen, now)
             else:
                 self._create(dedup, obj, type_, reason, message, now)
         except ApiError as err:  # events are best effort: never fail a reconcile over one
@@ -72,16 +78,21 @@ class EventRecorder:
             "count": 1,
         }
         created = self.kube.create(event)
-        self._recent[dedup] = (created["metadata"]["name"], namespace, now, 1)
+        self._recent[dedup] = _Written(created["metadata"]["name"], namespace, now, now)
 
-    def _bump(
-        self, dedup: tuple[str, str, str], seen: tuple[str, str, float, int], now: float
-    ) -> None:
-        name, namespace, first, count = seen
-        self.kube.patch(
-            "Event",
-            name,
-            {"count": count + 1, "lastTimestamp": to_rfc3339(now)},
-            namespace,
-        )
-        self._recent[dedup] = (name, namespace, first, count + 1)
+    def _repeat(self, seen: _Written, now: float) -> None:
+        seen.count += 1
+        if now - seen.written < REPEAT_WRITE_INTERVAL:
+            return
+        patch = {"count": seen.count, "lastTimestamp": to_rfc3339(now)}
+        self.kube.patch("Event", seen.name, patch, seen.namespace)
+        seen.written = now
+
+
+@dataclass
+class _Written:
+    name: str
+    namespace: str
+    first: float  # when the Event was created
+    written: float  # when it was last written
+    count: int = 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 
 from joiner.api.quantity import Quantity, QuantityError, format_quantity, parse_quantity
 
@@ -38,7 +39,7 @@ def parse_resource_list(raw: Mapping[str, str | int | float] | None) -> Resource
     parsed: ResourceList = {}
     for name, value in raw.items():
         try:
-            parsed[name] = parse_quantity(value).to_milli()
+            parsed[name] = milli(value)
         except QuantityError as error:
             raise QuantityError(f"resource {name!r}: {error}") from None
     return parsed
@@ -53,6 +54,14 @@ def format_resource_list(resources: Mapping[str, int]) -> dict[str, str]:
 
 def milli(value: str | int | float) -> int:
     """Milli-units of one quantity: ``milli("500m") == 500``, ``milli("1Gi") == 2**30 * 1000``."""
+    if isinstance(value, str):
+        return _milli_of_text(value)
+    return parse_quantity(value).to_milli()
+
+
+@lru_cache(maxsize=4096)
+def _milli_of_text(value: str) -> int:
+    """Parsing is slow, and clusters repeat the same few quantities everywhere."""
     return parse_quantity(value).to_milli()
 
 

@@ -37,11 +37,6 @@ class Offering:
             ]
         )
 
-    def compatible_with(self, requirements: Requirements) -> bool:
-        return requirements.get_requirement(wk.ZONE).has(
-            self.zone
-        ) and requirements.get_requirement(wk.CAPACITY_TYPE).has(self.capacity_type)
-
 
 @dataclass(slots=True)
 class Overhead:
@@ -73,7 +68,13 @@ class InstanceType:
         return [o for o in self.offerings if o.available]
 
     def compatible_offerings(self, requirements: Requirements) -> list[Offering]:
-        return [o for o in self.offerings if o.available and o.compatible_with(requirements)]
+        zones = requirements.get_requirement(wk.ZONE)
+        capacity_types = requirements.get_requirement(wk.CAPACITY_TYPE)
+        return [
+            o
+            for o in self.offerings
+            if o.available and zones.has(o.zone) and capacity_types.has(o.capacity_type)
+        ]
 
     def cheapest_price(self, requirements: Requirements | None = None) -> float | None:
         offerings = (

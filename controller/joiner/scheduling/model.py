@@ -68,7 +68,8 @@ class ExistingNode:
 
 @dataclass(slots=True)
 class DaemonSet:
-    """A daemonset as its pod template (a pod dict: ``spec`` is what matters)."""
+    """A daemonset as its pod template (a pod dict: ``spec`` is what matters), named
+    ``namespace/name``."""
 
     name: str
     pod_template: Pod

@@ -117,7 +117,8 @@ def is_owned_by_daemonset(pod: Pod) -> bool:
 
 
 def daemonset_owner(pod: Pod) -> str | None:
+    """The ``namespace/name`` of the DaemonSet that runs the pod, if one does."""
     for owner in (pod.get("metadata") or {}).get("ownerReferences") or ():
         if owner.get("kind") == "DaemonSet":
-            return owner.get("name")
+            return f"{namespace_of(pod)}/{owner.get('name')}"
     return None

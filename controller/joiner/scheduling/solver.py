@@ -34,8 +34,9 @@ from joiner.scheduling import model as m
 from joiner.scheduling.catalog import Dimensions, PoolCatalog
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, Plan, Pod, Unplaceable
 from joiner.scheduling.nodeclaims import Draft, finalize
+from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import (
-    daemonset_owner,
+    HostPort,
     host_port_conflict,
     host_ports,
     labels_of,
@@ -161,21 +162,23 @@ def _pod_order(pod: Pod) -> tuple:
 class _Node:
     """An existing or in-flight node with what is left on it."""
 
-    __slots__ = ("free", "hostname", "node", "ports", "taints", "volumes")
+    __slots__ = ("anti_affinity", "free", "hostname", "node", "ports", "taints", "volumes")
 
     def __init__(
         self,
         node: ExistingNode,
         free: list[int],
         taints: list[dict[str, Any]],
-        ports: set,
+        ports: frozenset[HostPort],
         volumes: dict[str, set[str]],
+        anti_affinity: Sequence[tuple[str, Mapping[str, Any]]],
     ) -> None:
         self.node = node
         self.free = free
         self.taints = taints
-        self.ports = ports
+        self.ports = ports  # grows by rebinding: the frozenset may be shared
         self.volumes = volumes
+        self.anti_affinity = anti_affinity  # (namespace, term) of the pods already there
         self.hostname = node.hostname
 
     def domains(self, key: str) -> list[str]:
@@ -222,7 +225,7 @@ class _Solver:
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
         self.nodes = [self._node_target(n) for n in live]
         self.topology = Topology(self._domain_sources, live, bool(self.pools))
-        self._record_existing_anti_affinity(live)
+        self._record_existing_anti_affinity()
         self.groups = [g for g in self.groups if self._constrain(g)]
         for group in self.groups:
             group.selecting = self.topology.selecting(group.namespace, group.labels)
@@ -283,9 +286,9 @@ class _Solver:
         return Dimensions(list(names))
 
     def _node_target(self, node: ExistingNode) -> _Node:
-        runtime = self.snapshot.runtime_classes
-        used = res.sum_lists(pod_requests(p, runtime) for p in node.pods)
-        used = res.add(used, self._pending_daemons(node))
+        snapshot = self.snapshot
+        taken = occupancy(node.pods, snapshot.runtime_classes, snapshot.volumes)
+        used = res.add(taken.requests, self._pending_daemons(node, taken.daemonsets))
         free = [node.allocatable.get(name, 0) - used.get(name, 0) for name in self.dims.names]
         taints = list(node.taints)
         if not node.initialized:
@@ -296,16 +299,11 @@ class _Solver:
                 if t.get("key") not in EPHEMERAL_TAINT_KEYS
                 and not any(same_taint(t, s) for s in ignored)
             ]
-        ports = {p for pod in node.pods for p in host_ports(pod)}
-        volumes: dict[str, set[str]] = {}
-        for pod in node.pods:
-            for driver, ids in pod_volumes(pod, self.snapshot.volumes).usage.items():
-                volumes.setdefault(driver, set()).update(ids)
-        return _Node(node, free, taints, ports, volumes)
+        volumes = {driver: set(ids) for driver, ids in taken.volumes.items()}
+        return _Node(node, free, taints, taken.ports, volumes, taken.anti_affinity)
 
-    def _pending_daemons(self, node: ExistingNode) -> ResourceList:
+    def _pending_daemons(self, node: ExistingNode, running: frozenset[str]) -> ResourceList:
         """Requests of daemonsets that belong on the node but have no pod there yet."""
-        running = {daemonset_owner(p) for p in node.pods}
         total: ResourceList = {}
         for daemonset, requests in self.daemonsets:
             spec = daemonset.pod_template.get("spec") or {}
@@ -328,18 +326,13 @@ class _Solver:
                 sources.setdefault(domain, []).append(target.node.taints)
         return sources
 
-    def _record_existing_anti_affinity(self, nodes: Sequence[ExistingNode]) -> None:
-        for node in nodes:
-            for pod in node.pods:
-                affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity")
-                terms = (affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                for term in terms or ():
-                    group = affinity_term_group(
-                        ANTI_AFFINITY, term, namespace_of(pod), self.topology
-                    )
-                    domain = node_domain(node, group.key)
-                    if domain is not None:
-                        self.topology.record_owner(group, [domain], 1)
+    def _record_existing_anti_affinity(self) -> None:
+        for target in self.nodes:
+            for namespace, term in target.anti_affinity:
+                group = affinity_term_group(ANTI_AFFINITY, term, namespace, self.topology)
+                domain = node_domain(target.node, group.key)
+                if domain is not None:
+                    self.topology.record_owner(group, [domain], 1)
 
     def _pool_usage(self) -> dict[str, ResourceList]:
         usage: dict[str, ResourceList] = {}

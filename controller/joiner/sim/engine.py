@@ -29,7 +29,7 @@ from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
-from joiner.sim.podindex import PodIndex, is_pending
+from joiner.sim.podindex import PodIndex
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -73,7 +73,7 @@ class World:
         self.manager = Manager(clock, pump=self.pump)
         self.pods = observer.pods  # fed below, before anything that reads it runs
         self.workloads = Workloads(kube, self.pods)
-        self.scheduler = KubeScheduler(kube, self.pods)
+        self.scheduler = KubeScheduler(kube, self.pods, observer.nodes)
         self.kubelet = Kubelet(
             kube,
             clock,
@@ -104,7 +104,7 @@ class World:
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
                 self.manager.enqueue(Workloads.name, key)
-        if event_type == "DELETED" or is_pending(pod):
+        if kubescheduler.wakes_it(event_type, pod):
             self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
         for key, delay in self.kubelet.keys_for_pod(event_type, pod):
             self.manager.enqueue(Kubelet.name, key, delay)

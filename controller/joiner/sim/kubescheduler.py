@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from joiner.api import resources as res
@@ -18,7 +19,7 @@ from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, VolumeCatalog, pod_key
 from joiner.scheduling.solver import solve
-from joiner.sim.podindex import PodIndex
+from joiner.sim.podindex import PodIndex, is_pending
 
 KEY = "schedule"
 
@@ -38,19 +39,31 @@ def effective_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
     return taints
 
 
+def wakes_it(event_type: str, pod: dict[str, Any]) -> bool:
+    """Pod events after which kube-scheduler tries again: a new pod to place, or room
+    made by a pod that went away or finished. Updates of a pod still waiting (its own
+    Unschedulable condition among them) change nothing it decides on."""
+    if event_type == "DELETED":
+        return True
+    if event_type == "ADDED":
+        return is_pending(pod)
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 class KubeScheduler:
     name = "sim.kube-scheduler"
 
-    def __init__(self, kube: KubeAPI, pods: PodIndex) -> None:
+    def __init__(
+        self, kube: KubeAPI, pods: PodIndex, nodes: Callable[[], list[dict[str, Any]]]
+    ) -> None:
         self.kube, self.pods = kube, pods
+        self.nodes = nodes  # the Nodes as the world's watch last delivered them
 
     def reconcile(self, key: str) -> Result:
         pending = self.pods.pending()
         if not pending:
             return DONE
-        nodes = [
-            n for n in self.kube.list("Node").items if not n["metadata"].get("deletionTimestamp")
-        ]
+        nodes = [n for n in self.nodes() if not n["metadata"].get("deletionTimestamp")]
         snapshot = ClusterSnapshot(nodes=self._existing(nodes), volumes=self._volumes())
         plan = solve(pending, [], {}, snapshot)
         by_key = {pod_key(p): p for p in pending}

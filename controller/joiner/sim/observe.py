@@ -13,8 +13,8 @@ from joiner.api.nodeclaim import NodeClaim
 from joiner.clock import Clock
 from joiner.kube.api import KubeAPI
 from joiner.operator import Operator
-from joiner.scheduling.model import pod_key
-from joiner.scheduling.pods import pod_requests
+from joiner.scheduling.model import VolumeCatalog, pod_key
+from joiner.scheduling.occupancy import occupancy
 from joiner.sim.cloud import SimCloud
 from joiner.sim.podindex import PodIndex
 from joiner.sim.result import (
@@ -52,10 +52,10 @@ class Observer:
         self.events: list[EventRecord] = []
         self.totals = Totals()
         self.static_prices: dict[str, float | None] = {}
-        # What account() needs besides the pods, kept up to date from the watch instead of
-        # a snapshot at every clock jump: each Node's providerID, and the providerID of
+        # What account() and snapshots need besides the pods, kept up to date from the
+        # watch instead of listing at every clock jump: the Nodes, and the providerID of
         # each NodeClaim (a Node is managed when a NodeClaim has its ID).
-        self._node_providers: dict[str, str | None] = {}
+        self._nodes: dict[str, dict[str, Any]] = {}
         self._claim_providers: dict[str, str] = {}
 
     def elapsed(self) -> float:
@@ -106,9 +106,13 @@ class Observer:
     def on_node(self, event_type: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
         if event_type == "DELETED":
-            self._node_providers.pop(name, None)
+            self._nodes.pop(name, None)
         else:
-            self._node_providers[name] = (node.get("spec") or {}).get("providerID")
+            self._nodes[name] = node
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The Nodes as the watch last delivered them, in list order. Do not change them."""
+        return [self._nodes[name] for name in sorted(self._nodes)]
 
     def on_event(self, event: dict[str, Any]) -> None:
         involved = event.get("involvedObject") or {}
@@ -138,8 +142,9 @@ class Observer:
         """What ``snapshot().cost_per_hour`` says, from the watched facts alone."""
         managed = set(self._claim_providers.values())
         prices = []
-        for name in sorted(self._node_providers):  # the order a snapshot sums in
-            provider_id = self._node_providers[name]
+        for node in self.nodes():  # the order a snapshot sums in
+            name = node["metadata"]["name"]
+            provider_id = (node.get("spec") or {}).get("providerID")
             if provider_id and provider_id in managed:
                 prices.append(self.cloud.instance_price(provider_id))
             else:
@@ -149,13 +154,10 @@ class Observer:
     # --- snapshots -----------------------------------------------------------------------
 
     def snapshot(self, with_reasons: bool = True) -> Snapshot:
-        claims_by_provider = {
-            (c.get("status") or {}).get("providerID"): c["metadata"]["name"]
-            for c in self.kube.list("NodeClaim").items
-        }
+        claims_by_provider = {pid: name for name, pid in self._claim_providers.items()}
         nodes = [
             self._node_view(n, self.pods.on_node(n["metadata"]["name"]), claims_by_provider)
-            for n in self.kube.list("Node").items
+            for n in self.nodes()
         ]
         pending = [
             PendingPod(pod_key(p), self._pending_reason(p) if with_reasons else "")
@@ -178,7 +180,7 @@ class Observer:
         labels = meta.get("labels") or {}
         provider_id = spec.get("providerID")
         claim = claims_by_provider.get(provider_id) if provider_id else None
-        requested = res.sum_lists(pod_requests(p, {}) for p in pods)
+        requested = occupancy(pods, {}, VolumeCatalog()).requests
         return NodeView(
             name=meta["name"],
             managed=claim is not None,

@@ -151,7 +151,8 @@ class Workloads:
         template = (rs.get("spec") or {}).get("template") or {}
         for _ in range(wanted - len(active)):
             self.kube.create(pod_from_template(rs, template))
-        for pod in _removal_order(active)[: max(0, len(active) - wanted)]:
+        excess = len(active) - wanted
+        for pod in _removal_order(active)[:excess] if excess > 0 else ():
             with contextlib.suppress(NotFound):
                 self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
 

@@ -290,10 +290,9 @@ class ClusterState:
         not in ``exclude``) with the pods bound to them."""
         excluded = set(exclude)
         nodes = [
-            self._existing_node(sn)
-            for sn in self.state_nodes()
-            if not sn.deleting
-            and sn.name not in excluded
+            node
+            for sn, node in self._existing_nodes()
+            if sn.name not in excluded
             and (sn.nodeclaim is None or sn.nodeclaim.name not in self.marked_for_deletion)
         ]
         return ClusterSnapshot(
@@ -309,19 +308,25 @@ class ClusterState:
             ),
         )
 
+    def _existing_nodes(self) -> list[tuple[StateNode, ExistingNode]]:
+        """Every node not being deleted, as the scheduler sees it: built once per state
+        change, since the disruption pass takes a snapshot for every simulation. The
+        scheduler does not change what it is given."""
+        return self.memo(
+            "existing-nodes",
+            lambda: [(sn, self._existing_node(sn)) for sn in self.state_nodes() if not sn.deleting],
+        )
+
     def _existing_node(self, sn: StateNode) -> ExistingNode:
-        allocatable, capacity = self.memo(
-            ("resources", sn.name), lambda: (sn.allocatable, sn.capacity)
-        )  # parsing quantities is slow, and a node's do not change between events
         return ExistingNode(
             name=sn.name,
             labels=dict(sn.labels),
-            allocatable=dict(allocatable),
+            allocatable=sn.allocatable,
             taints=copy.deepcopy(sn.taints),
             pods=self.pods_on(sn.name),
             initialized=sn.initialized,
             startup_taints=sn.startup_taints,
-            capacity=dict(capacity) or None,
+            capacity=sn.capacity or None,
             volume_limits=self._volume_limits(sn.name),
         )
 

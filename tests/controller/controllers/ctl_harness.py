@@ -8,7 +8,7 @@ from typing import Any
 
 from joiner import testing
 from joiner.api import labels as wk
-from joiner.api.conditions import FALSE, TRUE, set_condition
+from joiner.api.conditions import FALSE, TRUE, is_true, set_condition
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.operator import OperatorOptions
@@ -106,6 +106,21 @@ class Harness(testing.OperatorRig):
         set_condition(node["status"]["conditions"], "Ready", FALSE, self.clock.now())
         self.kube.create(node)
         return name
+
+    def initialized_node(self, cpu: str = "1") -> tuple[str, str]:
+        """One NodeClaim taken through launch, registration and initialization, empty
+        again: (claim name, node name)."""
+        self.create_unschedulable(pending_pod("seed", cpu))
+        self.advance(1)
+        [claim] = self.nodeclaims()
+        name = claim["metadata"]["name"]
+        node_name = self.register_node(name)
+        self.set_node_ready(node_name)
+        self.settle()
+        assert is_true(self.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")
+        self.kube.delete("Pod", "seed", "default")  # unbound: gone at once
+        self.settle()
+        return name, node_name
 
     def set_node_ready(self, node_name: str, ready: bool = True) -> None:
         node = self.kube.get("Node", node_name)

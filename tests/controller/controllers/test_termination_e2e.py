@@ -7,24 +7,9 @@ from typing import Any
 
 from ctl_harness import Harness, pending_pod
 from joiner.api import labels as wk
-from joiner.api.conditions import TRUE, is_true, set_condition
+from joiner.api.conditions import TRUE, set_condition
 from joiner.kube.api import NotFound
 from joiner.testing import ec2nodeclass, nodepool
-
-
-def _initialized_node(h: Harness, cpu: str = "1") -> tuple[str, str]:
-    """One NodeClaim taken through launch, registration and initialization."""
-    h.create_unschedulable(pending_pod("seed", cpu))
-    h.advance(1)
-    [claim] = h.nodeclaims()
-    name = claim["metadata"]["name"]
-    node_name = h.register_node(name)
-    h.set_node_ready(node_name)
-    h.settle()
-    assert is_true(h.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")
-    h.kube.delete("Pod", "seed", "default")  # unbound: gone at once
-    h.settle()
-    return name, node_name
 
 
 def _static_node(h: Harness, name: str) -> None:
@@ -86,7 +71,7 @@ CRITICAL = {"priorityClassName": "system-cluster-critical"}
 def test_drain_goes_tier_by_tier_holds_on_the_pdb_then_terminates():
     h = Harness()
     h.default_setup()
-    claim_name, node_name = _initialized_node(h)
+    claim_name, node_name = h.initialized_node()
     _static_node(h, "static-1")
     for i in range(3):
         _run_on(h, node_name, _pod(f"web-{i}", labels={"app": "web"}))
@@ -145,7 +130,7 @@ def test_drain_goes_tier_by_tier_holds_on_the_pdb_then_terminates():
 def test_termination_grace_period_deletes_pods_the_pdb_protects():
     h = Harness()
     h.install(ec2nodeclass(), nodepool(terminationGracePeriod="30s"))
-    claim_name, node_name = _initialized_node(h)
+    claim_name, node_name = h.initialized_node()
     _run_on(h, node_name, _pod("db-0", labels={"app": "db"}))
     h.kube.create(_pdb("db", "db", 1))
     h.settle()
@@ -166,7 +151,7 @@ def test_termination_grace_period_deletes_pods_the_pdb_protects():
 def test_not_ready_node_without_instance_is_finalized_without_drain():
     h = Harness()
     h.default_setup()
-    claim_name, node_name = _initialized_node(h)
+    claim_name, node_name = h.initialized_node()
     _run_on(h, node_name, _pod("app"))
     h.cloud.instances.clear()  # the instance vanished (e.g. terminated outside Joiner)
     h.set_node_ready(node_name, ready=False)
@@ -184,7 +169,7 @@ def test_not_ready_node_without_instance_is_finalized_without_drain():
 def test_deleting_the_node_deletes_its_nodeclaim_and_drains():
     h = Harness()
     h.default_setup()
-    claim_name, node_name = _initialized_node(h)
+    claim_name, node_name = h.initialized_node()
     _run_on(h, node_name, _pod("app"))
     h.kube.delete("Node", node_name)  # kubectl delete node: the finalizer holds it
     h.settle()

@@ -158,9 +158,19 @@ def test_a_running_daemonset_pod_is_not_counted_twice():
     running = pod("ds-abc", cpu="1", memory="")
     running["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
     node = ExistingNode("n1", {}, {"cpu": 2000, "memory": 8 * GI, "pods": 10000}, pods=[running])
-    daemonset = DaemonSet("agent", pod("ds", cpu="1", memory=""))
+    daemonset = DaemonSet("default/agent", pod("ds", cpu="1", memory=""))
     plan = run([pod("a", cpu="1")], snapshot=ClusterSnapshot(nodes=[node], daemonsets=[daemonset]))
     assert plan.existing == {"default/a": "n1"}
+
+
+def test_a_daemonset_pod_counts_only_for_the_daemonset_of_its_namespace():
+    running = pod("ds-abc", cpu="1", memory="", namespace="other")
+    running["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
+    node = ExistingNode("n1", {}, {"cpu": 2000, "memory": 8 * GI, "pods": 10000}, pods=[running])
+    daemonset = DaemonSet("default/agent", pod("ds", cpu="1", memory=""))
+    plan = run([pod("a", cpu="1")], snapshot=ClusterSnapshot(nodes=[node], daemonsets=[daemonset]))
+    assert plan.existing == {}  # other/agent's pod is there; default/agent's is still due
+    assert len(plan.nodeclaims) == 1
 
 
 def test_nodes_marked_for_deletion_take_no_pods():

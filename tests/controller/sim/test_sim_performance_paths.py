@@ -266,7 +266,7 @@ def test_kube_scheduler_updates_the_condition_when_its_message_changes():
     is not rewritten."""
     kube = MemoryKube(FakeClock(0.0), garbage_collection="manual")
     index = PodIndex()
-    scheduler = KubeScheduler(kube, index)
+    scheduler = KubeScheduler(kube, index, lambda: kube.list("Node").items)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -3,9 +3,16 @@
 Consolidatable turns true ``consolidateAfter`` after the later of initialization and
 the node's last pod event (a pod bound to or leaving it); Drifted names the first
 reason a NodeClaim no longer matches what its NodePool and node class would launch.
+
+Pod events wake this controller for Consolidatable, many times a minute on a busy
+node, while the cloud's drift verdict (AMI, subnets, security groups: a DescribeInstances
+call on AWS) changes only with the node class: it is asked again when the class changed
+and otherwise at most every ``CLOUD_DRIFT_RECHECK``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
@@ -17,6 +24,15 @@ from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.state.cluster import ClusterState
 
+CLOUD_DRIFT_RECHECK = 300.0
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    basis: tuple  # what it was judged on: the node class's version, the claim's class hash
+    at: float
+    drift: str | None
+
 
 class DisruptionConditions:
     name = "nodeclaim.disruption"
@@ -25,10 +41,12 @@ class DisruptionConditions:
         self, kube: KubeAPI, state: ClusterState, cloud: CloudProvider, clock: Clock
     ) -> None:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
+        self._cloud_verdicts: dict[str, _Verdict] = {}  # by NodeClaim name
 
     def reconcile(self, key: str) -> Result:
         claim = self.state.nodeclaims.get(key)
         if claim is None or claim.metadata.get("deletionTimestamp"):
+            self._cloud_verdicts.pop(key, None)
             return DONE
         if not claim.condition_true(nc.INITIALIZED):
             return DONE
@@ -88,4 +106,19 @@ class DisruptionConditions:
             it.name for it in self.cloud.get_instance_types(pool)
         }:
             return "InstanceTypeNotFound"
-        return self.cloud.is_drifted(claim)  # node class drift is the provider's to judge
+        return self._cloud_drift(claim)
+
+    def _cloud_drift(self, claim: NodeClaim) -> str | None:
+        """Node class drift, the provider's to judge (see the module docstring)."""
+        nodeclass = self.state.objects["EC2NodeClass"].get(claim.node_class_ref.name) or {}
+        basis = (
+            (nodeclass.get("metadata") or {}).get("resourceVersion"),
+            (claim.metadata.get("annotations") or {}).get(wk.EC2NODECLASS_HASH),
+        )
+        now = self.clock.now()
+        known = self._cloud_verdicts.get(claim.name)
+        if known is not None and known.basis == basis and now - known.at < CLOUD_DRIFT_RECHECK:
+            return known.drift
+        drift = self.cloud.is_drifted(claim)
+        self._cloud_verdicts[claim.name] = _Verdict(basis, now, drift)
+        return drift

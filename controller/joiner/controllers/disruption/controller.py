@@ -250,14 +250,16 @@ class Disruption:
     def _prices(self) -> dict[str, float]:
         """What each managed node costs now: its offering's price."""
         prices: dict[str, float] = {}
+        types: dict[str, dict[str, InstanceType]] = {}
         for sn in self.state.managed_nodes():
             pool = self.state.nodepools.get(sn.nodepool or "")
             if pool is None:
                 continue
+            if pool.name not in types:
+                types[pool.name] = {it.name: it for it in self._instance_types(pool.name)}
             labels = sn.labels
-            for it in self._instance_types(pool.name):
-                if it.name != labels.get(wk.INSTANCE_TYPE):
-                    continue
+            it = types[pool.name].get(labels.get(wk.INSTANCE_TYPE, ""))
+            if it is not None:
                 prices[sn.name] = next(
                     (
                         o.price

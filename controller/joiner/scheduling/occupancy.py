@@ -1,0 +1,91 @@
+"""What the pods already on a node take from it: their summed requests, host ports and
+CSI volumes, the daemonsets they run and their required anti-affinity terms.
+
+Every solve starts from these facts for every existing node, and solves come often
+over the same nodes (each disruption simulation, each emulated kube-scheduler pass).
+Callers hand the same pod dicts until a pod changes (the controller's state never
+edits a pod in place), so a node's facts are remembered by the identity of its pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api import resources as res
+from joiner.api.resources import ResourceList
+from joiner.scheduling.model import Pod, VolumeCatalog
+from joiner.scheduling.pods import (
+    HostPort,
+    daemonset_owner,
+    host_ports,
+    namespace_of,
+    pod_requests,
+)
+from joiner.scheduling.volumes import pod_volumes
+
+# Distinct pod lists remembered; about two per node per state change is typical, so this
+# spans a large cluster's recent history without holding on to stale pods for long.
+_CACHE_SIZE = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    requests: ResourceList
+    ports: frozenset[HostPort]
+    volumes: Mapping[str, frozenset[str]]  # CSI driver -> volume ids
+    daemonsets: frozenset[str]  # names of the daemonsets with a pod here
+    anti_affinity: tuple[tuple[str, Mapping[str, Any]], ...]  # (namespace, required term)
+
+
+# pod ids -> (the pods, their occupancy). Holding the pods keeps them alive, and no two
+# live objects share an id: a hit is for the very same pods.
+_remembered: dict[tuple[int, ...], tuple[tuple[Pod, ...], Occupancy]] = {}
+
+
+def occupancy(
+    pods: Sequence[Pod], runtime_classes: Mapping[str, ResourceList], volumes: VolumeCatalog
+) -> Occupancy:
+    key = tuple(map(id, pods))
+    cached = _remembered.get(key)
+    if cached is not None:
+        return cached[1]
+    found = _occupancy(pods, runtime_classes, volumes)
+    if not any(_reads_cluster_objects(pod) for pod in pods):
+        if len(_remembered) >= _CACHE_SIZE:
+            _remembered.clear()
+        _remembered[key] = (tuple(pods), found)
+    return found
+
+
+def _reads_cluster_objects(pod: Pod) -> bool:
+    """Whether the pod's facts depend on more than the pod: a RuntimeClass's overhead, or
+    the PVCs, PVs and StorageClasses behind its volumes."""
+    spec = pod.get("spec") or {}
+    return bool(spec.get("runtimeClassName")) or any(
+        v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec.get("volumes") or ()
+    )
+
+
+def _occupancy(
+    pods: Sequence[Pod], runtime_classes: Mapping[str, ResourceList], catalog: VolumeCatalog
+) -> Occupancy:
+    volumes: dict[str, set[str]] = {}
+    for pod in pods:
+        for driver, ids in pod_volumes(pod, catalog).usage.items():
+            volumes.setdefault(driver, set()).update(ids)
+    return Occupancy(
+        requests=res.sum_lists(pod_requests(p, runtime_classes) for p in pods),
+        ports=frozenset(port for pod in pods for port in host_ports(pod)),
+        volumes={driver: frozenset(ids) for driver, ids in volumes.items()},
+        daemonsets=frozenset(filter(None, map(daemonset_owner, pods))),
+        anti_affinity=tuple(
+            (namespace_of(pod), term) for pod in pods for term in _required_anti_affinity(pod)
+        ),
+    )
+
+
+def _required_anti_affinity(pod: Pod) -> Sequence[Mapping[str, Any]]:
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}
+    return affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
