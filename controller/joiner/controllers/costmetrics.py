@@ -21,13 +21,24 @@ class CostMetrics:
 
     def __init__(self, state: ClusterState, cloud: CloudProvider, metrics: Metrics) -> None:
         self.state, self.cloud, self.metrics = state, cloud, metrics
+        self._published: Prices = {}
 
     def reconcile(self, key: str) -> Result:
         prices = self._offering_prices()
-        for (instance_type, zone, capacity_type), price in sorted(prices.items()):
-            self.metrics.offering_price.labels(instance_type, capacity_type, zone).set(price)
+        self._publish(prices)
         self.metrics.cluster_cost.set(round(self._cluster_cost(prices), 6))
         return Result(requeue_after=INTERVAL)
+
+    def _publish(self, prices: Prices) -> None:
+        """Set the gauges whose price changed and drop those of offerings gone from every
+        pool: a catalogue holds thousands of offerings and few move in a minute."""
+        gauge = self.metrics.offering_price
+        for instance_type, zone, capacity_type in self._published.keys() - prices.keys():
+            gauge.remove(instance_type, capacity_type, zone)
+        for (instance_type, zone, capacity_type), price in sorted(prices.items()):
+            if self._published.get((instance_type, zone, capacity_type)) != price:
+                gauge.labels(instance_type, capacity_type, zone).set(price)
+        self._published = prices
 
     def _offering_prices(self) -> Prices:
         prices: Prices = {}

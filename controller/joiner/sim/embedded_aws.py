@@ -33,6 +33,7 @@ from joiner.cloudprovider.aws.amis import alias_variants
 from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue, TypeSettings, type_shape
+from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider, instance_id_of
 from joiner.sim.cloud import StaticNodeFacts
 from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
@@ -69,6 +70,16 @@ class EmbeddedAWS:
         cluster = self._seed_cluster(scenario.cluster.name)
         self._lookup: NodeClassLookup = lambda name: None
         self.catalogue = cached_catalogue(self.clients.ec2, clock)
+        # moto has no Pricing API (GetProducts): on-demand prices come from the scenario's
+        # list (else the documented estimate), spot prices from moto's price history.
+        pricing = PricingProvider(
+            clock,
+            self.region,
+            pricing_client=None,
+            ec2=self.clients.ec2,
+            static_on_demand=scenario.cloud.prices,
+            infos=self.catalogue.infos,
+        )
         self.provider = AWSCloudProvider(
             self.clients,
             clock,
@@ -76,7 +87,7 @@ class EmbeddedAWS:
             self.region,
             lambda name: self._lookup(name),
             catalogue=self.catalogue,
-            static_prices=scenario.cloud.prices,
+            pricing=pricing,
         )
         self.outage = CapacityOutage(self.clients.ec2, zones)
         self._prices: dict[str, float] = {}

@@ -45,7 +45,7 @@ from joiner.sim.scenario import (
     Step,
     evaluate_expect,
 )
-from joiner.sim.workloads import Workloads
+from joiner.sim.workloads import Workloads, is_active
 from joiner.state.feed import DrainFeed
 
 SIM_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: budgets' cron schedules read it
@@ -100,7 +100,10 @@ class World:
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         self.pods.apply(event_type, pod)
-        for owner in pod["metadata"].get("ownerReferences") or ():
+        # Workload controllers count active pods; an update that leaves a pod active (it
+        # cannot become active again) changes nothing they decide on.
+        owners = pod["metadata"].get("ownerReferences") or ()
+        for owner in owners if event_type != "MODIFIED" or not is_active(pod) else ():
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
                 self.manager.enqueue(Workloads.name, key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,8 @@ class KubeScheduler:
     ) -> None:
         self.kube, self.pods = kube, pods
         self.nodes = nodes  # the Nodes as the world's watch last delivered them
+        # ExistingNode without pods, by node name, for the node object it was read from
+        self._read: dict[str, tuple[dict[str, Any], ExistingNode]] = {}
 
     def reconcile(self, key: str) -> Result:
         pending = self.pods.pending()
@@ -76,16 +79,25 @@ class KubeScheduler:
         return DONE
 
     def _existing(self, nodes: list[dict[str, Any]]) -> list[ExistingNode]:
+        read = {n["metadata"]["name"]: self._read_node(n) for n in nodes}
+        self._read = read  # forgets the nodes that went
         return [
-            ExistingNode(
-                name=n["metadata"]["name"],
-                labels=dict(n["metadata"].get("labels") or {}),
-                allocatable=res.parse_resource_list((n.get("status") or {}).get("allocatable")),
-                taints=effective_taints(n),
-                pods=self.pods.on_node(n["metadata"]["name"]),
-            )
-            for n in nodes
+            dataclasses.replace(existing, pods=self.pods.on_node(name))
+            for name, (_, existing) in read.items()
         ]
+
+    def _read_node(self, node: dict[str, Any]) -> tuple[dict[str, Any], ExistingNode]:
+        """The node as the scheduler sees it, read once per version of the object."""
+        known = self._read.get(node["metadata"]["name"])
+        if known is not None and known[0] is node:
+            return known
+        existing = ExistingNode(
+            name=node["metadata"]["name"],
+            labels=dict(node["metadata"].get("labels") or {}),
+            allocatable=res.parse_resource_list((node.get("status") or {}).get("allocatable")),
+            taints=effective_taints(node),
+        )
+        return node, existing
 
     def _volumes(self) -> VolumeCatalog:
         def by_key(kind: str) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ class PodIndex:
         self._pods: dict[Key, Pod] = {}
         self._by_owner: dict[str, set[Key]] = {}  # owner uid -> pods it owns
         self._by_node: dict[str, set[Key]] = {}  # node name -> bound pods still running
+        self._on_node: dict[str, list[Pod]] = {}  # on_node's answers until the node's pods change
         self._pending: set[Key] = set()
 
     def apply(self, event_type: str, pod: Pod) -> None:
@@ -32,6 +33,7 @@ class PodIndex:
             node = _occupied_node(previous)
             if node:
                 self._by_node.get(node, set()).discard(key)
+                self._on_node.pop(node, None)
         self._pending.discard(key)
         if event_type != "DELETED":
             self._pods[key] = pod
@@ -40,6 +42,7 @@ class PodIndex:
             node = _occupied_node(pod)
             if node:
                 self._by_node.setdefault(node, set()).add(key)
+                self._on_node.pop(node, None)
             if is_pending(pod):
                 self._pending.add(key)
 
@@ -55,8 +58,13 @@ class PodIndex:
         return len(self._pending)
 
     def on_node(self, node_name: str) -> list[Pod]:
-        """The pods bound to the node and not finished (Succeeded or Failed), in list order."""
-        return [self._pods[k] for k in sorted(self._by_node.get(node_name, ()))]
+        """The pods bound to the node and not finished (Succeeded or Failed), in list order.
+        The same list until they change: do not change it either."""
+        pods = self._on_node.get(node_name)
+        if pods is None:
+            keys = sorted(self._by_node.get(node_name, ()))
+            pods = self._on_node[node_name] = [self._pods[k] for k in keys]
+        return pods
 
 
 def is_pending(pod: Pod) -> bool:

@@ -40,7 +40,7 @@ def _owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
     return any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or ())
 
 
-def _active(pod: dict[str, Any]) -> bool:
+def is_active(pod: dict[str, Any]) -> bool:
     terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
     return not terminal and not pod["metadata"].get("deletionTimestamp")
 
@@ -147,7 +147,7 @@ class Workloads:
 
     def _replicaset(self, rs: dict[str, Any]) -> None:
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
-        active = [p for p in self._pods_of(rs) if _active(p)]
+        active = [p for p in self._pods_of(rs) if is_active(p)]
         template = (rs.get("spec") or {}).get("template") or {}
         for _ in range(wanted - len(active)):
             self.kube.create(pod_from_template(rs, template))
@@ -164,7 +164,7 @@ class Workloads:
         completions = int(spec.get("completions", parallelism))
         pods = self._pods_of(job)
         succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
-        active = sum(1 for p in pods if _active(p))
+        active = sum(1 for p in pods if is_active(p))
         wanted = min(parallelism, completions - succeeded) - active
         for _ in range(max(0, wanted)):
             template = copy.deepcopy(spec.get("template") or {})
@@ -175,7 +175,7 @@ class Workloads:
 
     def _daemonset(self, ds: dict[str, Any]) -> None:
         template = (ds.get("spec") or {}).get("template") or {}
-        covered = {(p.get("spec") or {}).get("nodeName") for p in self._pods_of(ds) if _active(p)}
+        covered = {(p.get("spec") or {}).get("nodeName") for p in self._pods_of(ds) if is_active(p)}
         for node in self.kube.list("Node").items:
             name = node["metadata"]["name"]
             if name in covered or node["metadata"].get("deletionTimestamp"):

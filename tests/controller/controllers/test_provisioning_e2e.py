@@ -4,6 +4,8 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 
 from __future__ import annotations
 
+import dataclasses
+
 from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
@@ -218,6 +220,29 @@ def test_price_metrics_follow_the_launched_offerings():
     h.advance(60)
     assert h.nodeclaims() == []
     assert metrics.cluster_cost._value.get() == 0.0
+
+
+def _offering_prices(h: Harness) -> dict[tuple[str, str, str], float]:
+    [family] = h.operator.metrics.offering_price.collect()
+    return {
+        (s.labels["instance_type"], s.labels["capacity_type"], s.labels["zone"]): s.value
+        for s in family.samples
+    }
+
+
+def test_price_metrics_follow_price_changes_and_drop_offerings_once_no_pool_has_them():
+    h = Harness()
+    h.default_setup()
+    h.advance(60)
+    assert len(_offering_prices(h)) == 6
+    small = h.cloud.instance_types[0]
+    cheaper = [dataclasses.replace(o, price=o.price / 2) for o in small.offerings]
+    h.cloud.instance_types[0] = dataclasses.replace(small, offerings=cheaper)
+    h.advance(60)
+    assert _offering_prices(h)[("small", "spot", ZONE_A)] == 0.01
+    h.kube.delete("NodePool", "default")
+    h.advance(60)
+    assert _offering_prices(h) == {}
 
 
 def test_pods_wait_for_a_ready_node_class_then_provision():

@@ -236,6 +236,21 @@ def test_pod_requests_with_a_runtime_class_follow_the_classes_given():
     assert pod_requests(pod, {"kata": {"cpu": 300}}) == {"cpu": 300, "pods": 1000}
 
 
+def test_pod_index_gives_the_same_node_list_until_a_pod_on_the_node_changes():
+    index = PodIndex()
+    index.apply("ADDED", _pod("a", node="n1", phase="Running"))
+    first = index.on_node("n1")
+    index.apply("ADDED", _pod("b", node="n2", phase="Running"))  # another node
+    assert index.on_node("n1") is first
+    updated = _pod("a", node="n1", phase="Running")
+    updated["metadata"]["labels"] = {"tier": "web"}
+    index.apply("MODIFIED", updated)
+    assert index.on_node("n1") == [updated]
+    index.apply("MODIFIED", _pod("b", node="n1", phase="Running"))  # moved from n2
+    assert [p["metadata"]["name"] for p in index.on_node("n1")] == ["a", "b"]
+    assert index.on_node("n2") == []
+
+
 def test_pods_on_a_node_follow_binding_and_deletion():
     state = _state_with_nodes(["n1"])
     state.apply("ADDED", _pod("b", node="n1", phase="Running"))

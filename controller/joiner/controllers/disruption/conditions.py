@@ -18,6 +18,8 @@ from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api.nodeclaim import NodeClaim
+from joiner.api.nodepool import NodePool
+from joiner.api.requirements import Requirements
 from joiner.clock import Clock, from_rfc3339, to_rfc3339
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.runtime import DONE, Result
@@ -42,6 +44,7 @@ class DisruptionConditions:
     ) -> None:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
         self._cloud_verdicts: dict[str, _Verdict] = {}  # by NodeClaim name
+        self._pools: dict[str, tuple[NodePool, str, Requirements]] = {}
 
     def reconcile(self, key: str) -> Result:
         claim = self.state.nodeclaims.get(key)
@@ -96,10 +99,11 @@ class DisruptionConditions:
         pool = self.state.nodepools.get(claim.nodepool or "")
         if pool is None:
             return None
+        template_hash, requirements = self._pool_facts(pool)
         annotations = claim.metadata.get("annotations") or {}
-        if annotations.get(wk.NODEPOOL_HASH, pool.template_hash()) != pool.template_hash():
+        if annotations.get(wk.NODEPOOL_HASH, template_hash) != template_hash:
             return "NodePoolDrifted"
-        if not pool.requirements().satisfied_by_labels({**claim.labels, wk.NODEPOOL: pool.name}):
+        if not requirements.satisfied_by_labels({**claim.labels, wk.NODEPOOL: pool.name}):
             return "RequirementsDrifted"
         instance_type = claim.labels.get(wk.INSTANCE_TYPE)
         if instance_type and instance_type not in {
@@ -107,6 +111,14 @@ class DisruptionConditions:
         }:
             return "InstanceTypeNotFound"
         return self._cloud_drift(claim)
+
+    def _pool_facts(self, pool: NodePool) -> tuple[str, Requirements]:
+        """The pool's template hash and requirements, worked out once per version of the
+        pool (the state replaces the object on every change and never edits it)."""
+        known = self._pools.get(pool.name)
+        if known is None or known[0] is not pool:
+            known = self._pools[pool.name] = (pool, pool.template_hash(), pool.requirements())
+        return known[1], known[2]
 
     def _cloud_drift(self, claim: NodeClaim) -> str | None:
         """Node class drift, the provider's to judge (see the module docstring)."""

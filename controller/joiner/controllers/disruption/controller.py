@@ -34,6 +34,7 @@ KEY = "disruption"
 PASS_INTERVAL = 10.0
 VALIDATION_DELAY = 15.0
 WHEN_EMPTY = "WhenEmpty"
+OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Disruption:
         self._types: dict[str, Sequence[InstanceType]] = {}
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
+        self._offerings_read: dict[int, tuple[Sequence[InstanceType], tuple]] = {}
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -203,14 +205,25 @@ class Disruption:
         """Everything a simulation reads besides the candidates themselves."""
         if self._offered is None:
             self._offered = tuple(
-                (
-                    it.name,
-                    tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings),
-                )
+                self._offerings_of(self._instance_types(pool.name))
                 for pool in self.provisioner.ready_nodepools()
-                for it in self._instance_types(pool.name)
             )
         return (self.state.generation, frozenset(self.state.marked_for_deletion), self._offered)
+
+    def _offerings_of(self, types: Sequence[InstanceType]) -> tuple:
+        """Every offering of ``types`` as plain values. A provider that hands out the same
+        list while nothing changed (AWS does) is read once, not every pass."""
+        known = self._offerings_read.get(id(types))
+        if known is not None and known[0] is types:
+            return known[1]
+        offered = tuple(
+            (it.name, tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings))
+            for it in types
+        )
+        if len(self._offerings_read) >= OFFERINGS_READ_KEPT:
+            self._offerings_read.clear()
+        self._offerings_read[id(types)] = (types, offered)  # holding types keeps its id
+        return offered
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
         """Where the candidates' pods would go without them. Nodes still starting do not
