@@ -184,11 +184,12 @@ class FakeCloudProvider:
         """The fake cloud creates nothing per node class."""
 
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
-        """Every node class is Ready here: the fake cloud has no subnets or AMIs to find."""
-        status: dict[str, Any] = {"conditions": []}
+        """Every node class is Ready here: the fake cloud has no subnets or AMIs to find.
+        Conditions already true keep their transition time."""
+        conditions = copy.deepcopy(nodeclass.status.get("conditions") or [])
         for type_ in NODECLASS_CONDITIONS:
-            set_condition(status["conditions"], type_, TRUE, self.clock.now())
-        return status
+            set_condition(conditions, type_, TRUE, self.clock.now())
+        return {"conditions": conditions}
 
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
         """Keep the offering out for ``ICE_TTL``, as an insufficient-capacity error does

@@ -3,8 +3,10 @@ what the managed nodes cost per hour (each at the price of the offering it runs 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from joiner.api import labels as wk
-from joiner.cloudprovider.types import CloudProvider
+from joiner.cloudprovider.types import CloudProvider, InstanceType
 from joiner.controllers.runtime import Result
 from joiner.metrics import Metrics
 from joiner.state.cluster import ClusterState
@@ -22,11 +24,14 @@ class CostMetrics:
     def __init__(self, state: ClusterState, cloud: CloudProvider, metrics: Metrics) -> None:
         self.state, self.cloud, self.metrics = state, cloud, metrics
         self._published: Prices = {}
+        self._read_from: list[Sequence[InstanceType]] = []  # the lists _published came from
 
     def reconcile(self, key: str) -> Result:
-        prices = self._offering_prices()
-        self._publish(prices)
-        self.metrics.cluster_cost.set(round(self._cluster_cost(prices), 6))
+        catalogues = [self.cloud.get_instance_types(pool) for pool in self.state.nodepools.values()]
+        if not _same_lists(catalogues, self._read_from):  # AWS hands out the same lists
+            self._publish(_offering_prices(catalogues))  # while no price or type changed
+            self._read_from = catalogues
+        self.metrics.cluster_cost.set(round(self._cluster_cost(self._published), 6))
         return Result(requeue_after=INTERVAL)
 
     def _publish(self, prices: Prices) -> None:
@@ -39,15 +44,6 @@ class CostMetrics:
             if self._published.get((instance_type, zone, capacity_type)) != price:
                 gauge.labels(instance_type, capacity_type, zone).set(price)
         self._published = prices
-
-    def _offering_prices(self) -> Prices:
-        prices: Prices = {}
-        for pool in self.state.nodepools.values():
-            for instance_type in self.cloud.get_instance_types(pool):
-                for offering in instance_type.offerings:
-                    key = (instance_type.name, offering.zone, offering.capacity_type)
-                    prices[key] = offering.price
-        return prices
 
     def _cluster_cost(self, prices: Prices) -> float:
         """Managed nodes that are launched, at their offering's price (0 when the offering
@@ -64,3 +60,17 @@ class CostMetrics:
             )
             total += prices.get(key, 0.0)
         return total
+
+
+def _offering_prices(catalogues: list[Sequence[InstanceType]]) -> Prices:
+    prices: Prices = {}
+    for instance_types in catalogues:
+        for instance_type in instance_types:
+            for offering in instance_type.offerings:
+                key = (instance_type.name, offering.zone, offering.capacity_type)
+                prices[key] = offering.price
+    return prices
+
+
+def _same_lists(a: list[Sequence[InstanceType]], b: list[Sequence[InstanceType]]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

@@ -39,6 +39,32 @@ class Dimensions:
         return {name: int(vector[i]) for i, name in enumerate(self.names) if vector[i]}
 
 
+# Catalogues of recent solves by the identity of what they were built from (held, so no
+# id is reused while remembered): a pool object and its instance type list stay the same
+# between changes, and building the arrays for a large catalogue is most of a small solve.
+_CATALOGS_KEPT = 64
+_catalogs: dict[tuple, tuple[tuple, PoolCatalog]] = {}
+
+
+def pool_catalog(
+    pool: NodePool,
+    instance_types: Sequence[InstanceType],
+    dims: Dimensions,
+    daemonsets: Sequence[tuple[DaemonSet, ResourceList]],
+) -> PoolCatalog:
+    """``PoolCatalog(...)``, or the one built from the very same inputs (its caches are
+    pure functions of them, so they carry over)."""
+    held = (pool, instance_types, *(d.pod_template for d, _ in daemonsets))
+    overheads = tuple((d.name, tuple(sorted(r.items()))) for d, r in daemonsets)
+    key = (tuple(map(id, held)), tuple(dims.names), overheads)
+    found = _catalogs.get(key)
+    if found is None:
+        if len(_catalogs) >= _CATALOGS_KEPT:
+            _catalogs.clear()
+        found = _catalogs[key] = (held, PoolCatalog(pool, instance_types, dims, daemonsets))
+    return found[1]
+
+
 class PoolCatalog:
     """One NodePool with its instance types as arrays, its daemonset overhead, and
     caches of which types each set of requirements admits."""

@@ -31,7 +31,7 @@ from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling import model as m
-from joiner.scheduling.catalog import Dimensions, PoolCatalog
+from joiner.scheduling.catalog import Dimensions, PoolCatalog, pool_catalog
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, Plan, Pod, Unplaceable
 from joiner.scheduling.nodeclaims import Draft, finalize
 from joiner.scheduling.occupancy import occupancy
@@ -215,7 +215,7 @@ class _Solver:
             group.vectorise(self.dims)
         self.pools = sorted(
             (
-                PoolCatalog(p, instance_types[p.name], self.dims, self.daemonsets)
+                pool_catalog(p, instance_types[p.name], self.dims, self.daemonsets)
                 for p in nodepools
                 if p.name in instance_types
             ),

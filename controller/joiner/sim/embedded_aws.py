@@ -12,10 +12,12 @@ version and a run starts in seconds after the first.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import boto3
 import moto
@@ -23,6 +25,8 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.utils import utcnow
 from moto.ec2.models import ec2_backends
+from moto.ec2.models.core import TaggedEC2Resource
+from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 from moto.ssm.models import Parameter, ssm_backends
 
 from joiner.api import labels as wk
@@ -56,6 +60,8 @@ class EmbeddedAWS:
         self.region = scenario.cluster.region
         self._mock = mock_aws()
         self._mock.start()
+        self._tag_lookup = mock.patch.object(TaggedEC2Resource, "get_tags", _tags_by_id)
+        self._tag_lookup.start()
         session = boto3.Session(
             aws_access_key_id="embedded",
             aws_secret_access_key="embedded",
@@ -97,6 +103,7 @@ class EmbeddedAWS:
         self._lookup = lookup
 
     def close(self) -> None:
+        self._tag_lookup.stop()
         self._mock.stop()
 
     # --- SimCloud ----------------------------------------------------------------------
@@ -249,10 +256,27 @@ def put_public_parameter(region: str, name: str, value: str) -> None:
     )
 
 
+def _tags_by_id(resource: TaggedEC2Resource) -> list[dict[str, str]]:
+    """moto's answer to "the tags of this resource", looked up by its id. moto finds them
+    by matching the id against every tag in the region, once per resource it describes:
+    a DescribeInstances then costs instances x tags, which over a simulated day of
+    launches dominates the run. The answer is the same (ids hold no wildcards)."""
+    resource_id = resource.id  # type: ignore[attr-defined]
+    if not resource_id:
+        return []
+    kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(resource_id), "")
+    tags = resource.ec2_backend.tags.get(resource_id) or {}  # type: ignore[attr-defined]
+    return [
+        {"resource_id": resource_id, "key": key, "value": value, "resource_type": kind}
+        for key, value in tags.items()
+    ]
+
+
 def cached_catalogue(ec2: Any, clock: Clock) -> InstanceTypeCatalogue:
     """The catalogue, loaded from the disk cache when there is one, else from moto (and
     then written to the cache)."""
-    catalogue = InstanceTypeCatalogue(ec2, clock)
+    # moto's catalogue is fixed for its version: described once, never refreshed
+    catalogue = InstanceTypeCatalogue(ec2, clock, refresh_seconds=math.inf)
     path = catalogue_cache_path()
     try:
         catalogue.preload(json.loads(path.read_text()))

@@ -1,11 +1,13 @@
 """The in-memory cloud: catalogue shapes and exact launch decisions."""
 
 import pytest
+from joiner import testing
 from joiner.api import labels as wk
+from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement
-from joiner.clock import FakeClock
+from joiner.clock import FakeClock, to_rfc3339
 from joiner.cloudprovider.fake import (
     DEFAULT_ZONES,
     FakeCloudProvider,
@@ -308,3 +310,14 @@ def test_drift_is_what_the_test_says() -> None:
     cloud.drifted[launched.status.provider_id] = "AMIDrift"
     assert cloud.is_drifted(launched) == "AMIDrift"
     assert cloud.is_drifted(nodeclaim(name="unlaunched")) is None
+
+
+def test_resolving_a_ready_node_class_again_keeps_its_transition_times() -> None:
+    clock = FakeClock()
+    cloud = FakeCloudProvider(catalogue(), clock)
+    nodeclass = EC2NodeClass.from_dict(testing.ec2nodeclass())
+    first = cloud.resolve_nodeclass(nodeclass)
+    clock.advance(300)
+    nodeclass.status = first
+    assert cloud.resolve_nodeclass(nodeclass) == first
+    assert {c["lastTransitionTime"] for c in first["conditions"]} == {to_rfc3339(clock.now() - 300)}

@@ -486,10 +486,10 @@ class AWSCloudProvider:
         return [self._nodeclaim_from_instance(i) for i in self._cluster_instances()]
 
     def _cluster_instances(self) -> list[dict[str, Any]]:
-        filters = [
+        filters = [  # the state first: it rules out the most, and moto checks in order
+            {"Name": "instance-state-name", "Values": LIVE_STATES},
             {"Name": f"tag:{cluster_tag(self.cluster.name)}", "Values": ["owned"]},
             {"Name": "tag-key", "Values": [wk.NODEPOOL]},
-            {"Name": "instance-state-name", "Values": LIVE_STATES},
         ]
         instances = []
         for page in self.clients.ec2.get_paginator("describe_instances").paginate(Filters=filters):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
+from joiner.api import resources as res
 from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
@@ -24,9 +25,12 @@ from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
 from joiner.events import NORMAL, EventRecorder
-from joiner.scheduling.model import Plan
+from joiner.scheduling.model import Plan, VolumeCatalog
+from joiner.scheduling.occupancy import occupancy
+from joiner.scheduling.pods import pod_requests
 from joiner.scheduling.solver import solve
 from joiner.state.cluster import ClusterState
+from joiner.state.node import StateNode
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,11 @@ class Disruption:
         # which is most passes once the cluster is steady.
         self._simulations: dict[tuple[str, ...], Plan] = {}
         self._simulations_basis: tuple = ()
+        # Free room on each node simulations may use, for the basis below.
+        self._room: dict[str, res.ResourceList] = {}
+        self._room_basis: tuple | None = None
+        # What consolidation last read when it found nothing to do, and why not.
+        self._consolidated: tuple[tuple, dict[str, str]] | None = None
 
     @property
     def busy(self) -> bool:
@@ -105,10 +114,27 @@ class Disruption:
     def _decide(self) -> tuple[Command | None, str]:
         candidates, skipped = build_candidates(self.state, self._prices(), self.clock.now())
         self.last_skipped = dict(skipped)
-        for method in ("emptiness", "drift", "multi", "single"):
+        for method in ("emptiness", "drift"):
             command = getattr(self, f"_{method}")(candidates)
             if command is not None:
                 return command, method
+        return self._consolidation(self._underutilized(candidates))
+
+    def _consolidation(self, candidates: list[Candidate]) -> tuple[Command | None, str]:
+        """Multi-node, then single-node consolidation; skipped, as Karpenter does, while
+        nothing they read changed since they last found nothing to do."""
+        budgets = {(c.pool.name, self._allowed(c.pool.name, UNDERUTILIZED)) for c in candidates}
+        key = (self._simulation_basis(), tuple(c.name for c in candidates), sorted(budgets))
+        if self._consolidated is not None and self._consolidated[0] == key:
+            self.last_skipped.update(self._consolidated[1])
+            return None, ""
+        before = dict(self.last_skipped)
+        for method in ("multi", "single"):
+            command = getattr(self, f"_{method}")(candidates)
+            if command is not None:
+                return command, method
+        why = {name: v for name, v in self.last_skipped.items() if before.get(name) != v}
+        self._consolidated = (key, why)
         return None, ""
 
     def _emptiness(self, candidates: list[Candidate]) -> Command | None:
@@ -125,31 +151,94 @@ class Disruption:
 
     def _multi(self, candidates: list[Candidate]) -> Command | None:
         return methods.multi_node(
-            self._underutilized(candidates), self._simulate, self._instance_types, self.options
+            self._within_budget(candidates),
+            self._simulate,
+            self._instance_types,
+            self.options,
         )
 
     def _single(self, candidates: list[Candidate]) -> Command | None:
         verdict = methods.single_node(
-            self._underutilized(candidates), self._simulate, self._instance_types, self.options
+            candidates,
+            self._simulate,
+            self._instance_types,
+            self.options,
+            self._hopeless,
         )
         self.last_skipped.update(verdict.skipped)
         return verdict.command
 
     def _underutilized(self, candidates: list[Candidate]) -> list[Candidate]:
-        """Consolidatable candidates of WhenEmptyOrUnderutilized pools, within budget."""
+        """Consolidatable candidates with pods, of WhenEmptyOrUnderutilized pools whose
+        Underutilized budget is not used up. Single-node consolidation tries them all, as
+        Karpenter does: a command disrupts one node, which any allowance covers. Empty ones
+        are for emptiness, under its own budget."""
         chosen: list[Candidate] = []
-        taken: dict[str, int] = {}
         for candidate in candidates:
             pool = candidate.pool
             if pool.disruption.consolidation_policy == WHEN_EMPTY or not _consolidatable(candidate):
                 continue
-            allowed = self._allowed(pool.name, UNDERUTILIZED)
-            if taken.get(pool.name, 0) >= allowed:
-                self.last_skipped[candidate.name] = f"budget {allowed} for {UNDERUTILIZED}"
+            if not candidate.pods:
                 continue
-            taken[pool.name] = taken.get(pool.name, 0) + 1
+            if self._allowed(pool.name, UNDERUTILIZED) == 0:
+                self.last_skipped[candidate.name] = f"budget 0 for {UNDERUTILIZED}"
+                continue
             chosen.append(candidate)
         return chosen
+
+    def _within_budget(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The cheapest-to-disrupt candidates of each pool, as many as its budget allows:
+        multi-node consolidation binary-searches a prefix of these."""
+        chosen: list[Candidate] = []
+        taken: dict[str, int] = {}
+        for candidate in candidates:
+            pool = candidate.pool.name
+            if taken.get(pool, 0) < self._allowed(pool, UNDERUTILIZED):
+                taken[pool] = taken.get(pool, 0) + 1
+                chosen.append(candidate)
+        return chosen
+
+    def _hopeless(self, candidate: Candidate) -> str | None:
+        """Why no simulation can consolidate this single candidate (None when one might):
+        no cheaper instance type could hold what its pods certainly cannot put on the other
+        nodes. During busy hours most nodes are full, and this check spares a solve for
+        each of them every pass."""
+        requests = self.state.memo(
+            ("disruption.requests", candidate.name),
+            lambda: [pod_requests(p, {}) for p in candidate.pods],
+        )
+        by_node = self._free_room()
+        rooms = [room for name, room in by_node.items() if name != candidate.name]
+        shortfall = methods.least_replacement_load(requests, rooms)
+        if not shortfall:
+            return None
+        types = [
+            it
+            for pool in self.provisioner.ready_nodepools()
+            for it in self._instance_types(pool.name)
+        ]
+        return methods.no_cheaper_home(candidate, shortfall, types, self.options)
+
+    def _free_room(self) -> dict[str, res.ResourceList]:
+        """Unrequested allocatable of each node a simulation may place pods on; remembered
+        while the simulations are (see _simulate)."""
+        basis = self._simulation_basis()
+        if self._room_basis != basis:
+            room: dict[str, res.ResourceList] = {}
+            marked = self.state.marked_for_deletion
+            for sn in self.state.state_nodes():
+                claimed = sn.nodeclaim is not None and sn.nodeclaim.name in marked
+                if sn.deleting or not sn.initialized or sn.name in marked or claimed:
+                    continue
+                room[sn.name] = self.state.memo(
+                    ("disruption.free", sn.name), lambda sn=sn: self._unrequested(sn)
+                )
+            self._room, self._room_basis = room, basis
+        return self._room
+
+    def _unrequested(self, node: StateNode) -> res.ResourceList:
+        requested = occupancy(self.state.pods_on(node.name), {}, VolumeCatalog()).requests
+        return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
     def _explain_skips(self) -> None:
         """An event on every NodeClaim passed over, saying why (repeats are aggregated)."""

@@ -7,11 +7,12 @@ Methods return a command, or None with the reason each candidate was passed over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api import resources as res
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
@@ -239,15 +240,71 @@ def single_node(
     simulate: Simulate,
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
+    hopeless: Callable[[Candidate], str | None] = lambda _: None,
 ) -> Verdict:
-    """The first candidate, round robin over pools, that can go or be replaced cheaper."""
+    """The first candidate, round robin over pools, that can go or be replaced cheaper.
+    ``hopeless`` says, without simulating, why a candidate cannot (None: simulate)."""
     skipped: dict[str, str] = {}
     for candidate in _round_robin(candidates):
+        why_not = hopeless(candidate)
+        if why_not is not None:
+            skipped[candidate.name] = why_not
+            continue
         command, why = consolidate([candidate], simulate, instance_types, options)
         if command is not None:
             return Verdict(command, skipped)
         skipped[candidate.name] = why
     return Verdict(None, skipped)
+
+
+def least_replacement_load(
+    requests: Sequence[Mapping[str, int]], rooms: Sequence[Mapping[str, int]]
+) -> dict[str, int]:
+    """The least a replacement must hold of pods with these ``requests`` when the other
+    nodes have this free room: the pods that fit in no room, plus what the rest need beyond
+    the rooms that can take at least one of them (each resource on its own). Empty when
+    they might all fit elsewhere."""
+    distinct = {tuple(sorted(r.items())) for r in requests}
+    usable = [room for room in rooms if any(res.fits(dict(r), room) for r in distinct)]
+    fits_somewhere = {r for r in distinct if any(res.fits(dict(r), room) for room in usable)}
+    stranded = [r for r in requests if tuple(sorted(r.items())) not in fits_somewhere]
+    movable = [r for r in requests if tuple(sorted(r.items())) in fits_somewhere]
+    beyond = res.subtract(res.sum_lists(movable), res.sum_lists(usable))
+    load = res.add(res.sum_lists(stranded), {k: v for k, v in beyond.items() if v > 0})
+    return {k: v for k, v in load.items() if v > 0}
+
+
+def no_cheaper_home(
+    candidate: Candidate,
+    shortfall: Mapping[str, int],
+    instance_types: Sequence[InstanceType],
+    options: ConsolidationOptions,
+) -> str | None:
+    """Why ``candidate`` alone cannot be consolidated when its pods need ``shortfall`` more
+    than the free room elsewhere: its replacement would have to hold at least that, and no
+    instance type that can is cheap enough (for spot-to-spot: not 15 of them). None when
+    one might be, or when nothing holds it (the simulation then says what is missing)."""
+    fitting = [it for it in instance_types if res.fits(shortfall, it.allocatable)]
+    if not fitting:
+        return None
+    spot = other = 0
+    for instance_type in fitting:
+        cheaper = {
+            o.capacity_type
+            for o in instance_type.offerings
+            if o.available and o.price < candidate.price
+        }
+        spot += wk.CAPACITY_TYPE_SPOT in cheaper
+        other += bool(cheaper - {wk.CAPACITY_TYPE_SPOT})
+    if other:
+        return None
+    if candidate.capacity_type != wk.CAPACITY_TYPE_SPOT:
+        return None if spot else "replacement not cheaper"
+    if not options.spot_to_spot:
+        return "spot-to-spot consolidation is disabled (SpotToSpotConsolidation)"
+    if spot >= SPOT_TO_SPOT_MIN_TYPES:
+        return None
+    return f"spot-to-spot needs {SPOT_TO_SPOT_MIN_TYPES} cheaper types, found {spot}"
 
 
 def _round_robin(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -1,15 +1,28 @@
-"""Budgets [DISR-4], eviction cost [DISR-8] and do-not-disrupt [API-2] as pure functions."""
+"""Budgets [DISR-4], eviction cost [DISR-8], do-not-disrupt [API-2] and the check that spares
+consolidation a simulation [DISR-7], as pure functions."""
 
 from __future__ import annotations
 
+from joiner.api import labels as wk
 from joiner.api.nodepool import Budget, NodePool
 from joiner.clock import from_rfc3339
+from joiner.cloudprovider.fake import new_instance_type
+from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.disruption.budgets import (
     allowed_disruptions,
     budget_active,
     budget_value,
 )
-from joiner.controllers.disruption.candidates import do_not_disrupt_until, eviction_cost
+from joiner.controllers.disruption.candidates import (
+    Candidate,
+    do_not_disrupt_until,
+    eviction_cost,
+)
+from joiner.controllers.disruption.methods import (
+    ConsolidationOptions,
+    least_replacement_load,
+    no_cheaper_home,
+)
 from joiner.state.node import StateNode
 
 MIDNIGHT = from_rfc3339("2026-01-01T00:00:00Z")
@@ -101,3 +114,55 @@ def test_do_not_disrupt_true_duration_and_garbage():
     assert do_not_disrupt_until(obj("1h30m"), 0.0) == 5400.0
     assert do_not_disrupt_until(obj("soon"), 100.0) is None
     assert do_not_disrupt_until({"metadata": {}}, 100.0) is None
+
+
+def spot_candidate(price: float) -> Candidate:
+    return Candidate(
+        node=node("n"),
+        pool=pool([]),
+        instance_type="big",
+        capacity_type=wk.CAPACITY_TYPE_SPOT,
+        zone="zone-a",
+        price=price,
+    )
+
+
+def typed(name: str, cpu: str, *offerings: tuple[str, float]) -> InstanceType:
+    return new_instance_type(
+        name, cpu=cpu, offerings=[Offering("zone-a", ct, price) for ct, price in offerings]
+    )
+
+
+def test_no_cheaper_home_needs_a_cheap_type_that_holds_the_shortfall():
+    """[DISR-7] Only types holding what does not fit elsewhere count; on-demand cheaper than
+    the node leaves the decision to the simulation; spot ones must be 15 (gate on)."""
+    shortfall = {"cpu": 3000}
+    on = ConsolidationOptions(spot_to_spot=True)
+    small = [typed(f"s{i}", "2", (wk.CAPACITY_TYPE_SPOT, 0.01)) for i in range(20)]
+    fit = [typed(f"f{i}", "4", (wk.CAPACITY_TYPE_SPOT, 0.10)) for i in range(14)]
+    assert no_cheaper_home(spot_candidate(0.5), shortfall, small, on) is None  # none holds it
+    assert no_cheaper_home(spot_candidate(0.5), shortfall, small + fit, on) == (
+        "spot-to-spot needs 15 cheaper types, found 14"
+    )
+    fifteen = [*fit, typed("f14", "4", (wk.CAPACITY_TYPE_SPOT, 0.10))]
+    assert no_cheaper_home(spot_candidate(0.5), shortfall, fifteen, on) is None
+    assert no_cheaper_home(spot_candidate(0.05), shortfall, fifteen, on) == (
+        "spot-to-spot needs 15 cheaper types, found 0"
+    )
+    on_demand = typed("od", "4", (wk.CAPACITY_TYPE_ON_DEMAND, 0.40))
+    assert no_cheaper_home(spot_candidate(0.5), shortfall, [*fit, on_demand], on) is None
+    off = ConsolidationOptions(spot_to_spot=False)
+    assert no_cheaper_home(spot_candidate(0.5), shortfall, fifteen, off) == (
+        "spot-to-spot consolidation is disabled (SpotToSpotConsolidation)"
+    )
+
+
+def test_least_replacement_load_counts_stranded_pods_and_what_the_usable_rooms_lack():
+    """[DISR-7] A pod that fits in no other node's room must go to the replacement; a room
+    too small for any of the pods gives nothing; the rest need what the usable rooms lack."""
+    big, small = {"cpu": 3000, "pods": 1000}, {"cpu": 500, "pods": 1000}
+    rooms = [{"cpu": 1000, "pods": 10000}, {"cpu": 400, "memory": 2**40, "pods": 10000}]
+    assert least_replacement_load([big, small], rooms) == {"cpu": 3000, "pods": 1000}
+    assert least_replacement_load([small, small], rooms) == {}
+    assert least_replacement_load([small] * 3, rooms) == {"cpu": 500}
+    assert least_replacement_load([small], []) == {"cpu": 500, "pods": 1000}
