@@ -4,8 +4,8 @@ Repeats of the same (object, reason, message) within ``DEDUP_WINDOW`` only bump
 the count, as the API server's event aggregation does, so a loop that keeps
 failing does not flood the cluster. The count is written with the first repeat
 at least ``REPEAT_WRITE_INTERVAL`` after the last write (counting the repeats in
-between): a decision repeated every 10-second disruption pass is one write a
-minute, not six.
+between): a decision repeated every 10-second disruption pass is one write every
+two minutes, not twelve.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 NORMAL, WARNING = "Normal", "Warning"
 DEDUP_WINDOW = 600.0
-REPEAT_WRITE_INTERVAL = 60.0
+REPEAT_WRITE_INTERVAL = 120.0  # Karpenter drops duplicate events for two minutes
 COMPONENT = "karpenter"
 
 

@@ -1,10 +1,10 @@
 """EventRecorder: one Event per (object, reason, message), repeats counted and written
-at most once a minute, a new Event once the aggregation window has passed."""
+at most every REPEAT_WRITE_INTERVAL, a new Event once the aggregation window has passed."""
 
 from __future__ import annotations
 
 from joiner.clock import FakeClock, to_rfc3339
-from joiner.events import NORMAL, EventRecorder
+from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.kube.memory import MemoryKube
 
 NODECLAIM = {
@@ -28,7 +28,7 @@ def record_at(recorder: EventRecorder, clock: FakeClock, times: list[float]) -> 
         recorder.record(NODECLAIM, NORMAL, "DisruptionBlocked", "budget 0 for Drifted")
 
 
-def test_repeats_within_a_minute_of_the_last_write_are_counted_not_written() -> None:
+def test_repeats_soon_after_the_last_write_are_counted_not_written() -> None:
     clock = FakeClock()
     kube = MemoryKube(clock)
     recorder = EventRecorder(kube, clock)
@@ -37,13 +37,16 @@ def test_repeats_within_a_minute_of_the_last_write_are_counted_not_written() -> 
     assert events(kube) == [(1, start, start)]
 
 
-def test_the_first_repeat_a_minute_after_the_last_write_writes_every_repeat_so_far() -> None:
+def test_the_first_repeat_an_interval_after_the_last_write_writes_every_repeat_so_far() -> None:
     clock = FakeClock()
     kube = MemoryKube(clock)
     recorder = EventRecorder(kube, clock)
     t0 = clock.now()
-    record_at(recorder, clock, [0, 10, 20, 30, 60, 70, 130])
-    assert events(kube) == [(7, to_rfc3339(t0), to_rfc3339(t0 + 130))]
+    later = REPEAT_WRITE_INTERVAL + 10
+    record_at(recorder, clock, [0, 10, 20, 30, REPEAT_WRITE_INTERVAL - 1, later])
+    assert events(kube) == [(6, to_rfc3339(t0), to_rfc3339(t0 + later))]
+    record_at(recorder, clock, [0, REPEAT_WRITE_INTERVAL - 1])  # counted, not yet written
+    assert events(kube) == [(6, to_rfc3339(t0), to_rfc3339(t0 + later))]
 
 
 def test_a_repeat_after_the_aggregation_window_starts_a_new_event() -> None:
@@ -51,10 +54,10 @@ def test_a_repeat_after_the_aggregation_window_starts_a_new_event() -> None:
     kube = MemoryKube(clock)
     recorder = EventRecorder(kube, clock)
     t0 = clock.now()
-    record_at(recorder, clock, [0, 100, 600])
+    record_at(recorder, clock, [0, REPEAT_WRITE_INTERVAL, 600])
     assert events(kube) == [
         (1, to_rfc3339(t0 + 600), to_rfc3339(t0 + 600)),
-        (2, to_rfc3339(t0), to_rfc3339(t0 + 100)),
+        (2, to_rfc3339(t0), to_rfc3339(t0 + REPEAT_WRITE_INTERVAL)),
     ]
 
 

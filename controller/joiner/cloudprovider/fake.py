@@ -130,13 +130,25 @@ class FakeCloudProvider:
         self.no_capacity: set[tuple[str, str, str]] = set()  # fail at launch
         self.insufficient_capacity: dict[tuple[str, str, str], float] = {}  # pool -> when
         self.create_calls: list[NodeClaim] = []
+        self._listed: tuple[tuple, list[InstanceType], list[InstanceType]] | None = None
         self.drifted: dict[str, str] = {}  # provider id -> drift reason, set by tests
         self._ids = itertools.count(1)
 
     # --- the CloudProvider port ----------------------------------------------
 
     def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
-        return [self._with_availability(it) for it in self.instance_types]
+        """The same list while the catalogue and what is unavailable stay the same, as the
+        AWS provider does (callers may skip re-reading it)."""
+        now = self.clock.now()
+        key = (
+            tuple(map(id, self.instance_types)),
+            frozenset(self.unavailable),
+            frozenset(p for p, t in self.insufficient_capacity.items() if now - t < self.ICE_TTL),
+        )
+        if self._listed is None or self._listed[0] != key:
+            types = [self._with_availability(it) for it in self.instance_types]
+            self._listed = (key, types, list(self.instance_types))  # the types keep their ids
+        return self._listed[1]
 
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """Launch the cheapest available offering compatible with the NodeClaim among its

@@ -24,7 +24,7 @@ from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
 from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
-from joiner.events import NORMAL, EventRecorder
+from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.scheduling.model import Plan, VolumeCatalog
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
@@ -69,6 +69,7 @@ class Disruption:
         self.options = options
         self.pending: Pending | None = None
         self.last_skipped: dict[str, str] = {}
+        self._explained: tuple[dict[str, str], float] = ({}, 0.0)  # last told, and when
         self._types: dict[str, Sequence[InstanceType]] = {}
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
@@ -241,7 +242,14 @@ class Disruption:
         return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
     def _explain_skips(self) -> None:
-        """An event on every NodeClaim passed over, saying why (repeats are aggregated)."""
+        """An event on every NodeClaim passed over, saying why. The same reasons as the
+        pass before are told again only every ``REPEAT_WRITE_INTERVAL``: the recorder would
+        merely count the repeat (as Karpenter drops its duplicates for two minutes)."""
+        now = self.clock.now()
+        told, at = self._explained
+        if self.last_skipped == told and now - at < REPEAT_WRITE_INTERVAL:
+            return
+        self._explained = (dict(self.last_skipped), now)
         for node_name, why in sorted(self.last_skipped.items()):
             state_node = self.state.state_node(node_name)
             if state_node is not None and state_node.nodeclaim is not None:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.requirements import IN, Requirement, Requirements
@@ -264,14 +266,19 @@ def least_replacement_load(
     nodes have this free room: the pods that fit in no room, plus what the rest need beyond
     the rooms that can take at least one of them (each resource on its own). Empty when
     they might all fit elsewhere."""
-    distinct = {tuple(sorted(r.items())) for r in requests}
-    usable = [room for room in rooms if any(res.fits(dict(r), room) for r in distinct)]
-    fits_somewhere = {r for r in distinct if any(res.fits(dict(r), room) for room in usable)}
-    stranded = [r for r in requests if tuple(sorted(r.items())) not in fits_somewhere]
-    movable = [r for r in requests if tuple(sorted(r.items())) in fits_somewhere]
-    beyond = res.subtract(res.sum_lists(movable), res.sum_lists(usable))
-    load = res.add(res.sum_lists(stranded), {k: v for k, v in beyond.items() if v > 0})
-    return {k: v for k, v in load.items() if v > 0}
+    names = sorted({name for r in requests for name in r})
+    need = _matrix(requests, names)  # pods x resources
+    free = _matrix(rooms, names)  # rooms x resources
+    fit = (need[:, None, :] <= free[None, :, :]).all(axis=2)  # pod fits room
+    movable, usable = fit.any(axis=1), fit.any(axis=0)
+    beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
+    load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
+    return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}
+
+
+def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
+    rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
 
 
 def no_cheaper_home(
