@@ -8,6 +8,7 @@ NodeClaim fresh from the API, so a launch never happens twice on a stale cache.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from typing import Any
 
@@ -112,6 +113,7 @@ class NodeClaimLifecycle(Controller):
     def _adopt_node(self, claim: NodeClaim, node: dict[str, Any]) -> None:
         """Copy the NodeClaim's labels and taints onto the Node, mark it registered, drop
         the unregistered taint and add the termination finalizer."""
+        node = copy.deepcopy(node)  # the state's object: never edited in place
         meta = node["metadata"]
         meta["labels"] = {
             **(meta.get("labels") or {}),
@@ -138,6 +140,7 @@ class NodeClaimLifecycle(Controller):
         waiting = self._not_initialized_because(claim, node)
         if waiting:
             return Result(requeue_after=POLL)
+        node = copy.deepcopy(node)  # the state's object: never edited in place
         node["metadata"]["labels"][wk.NODE_INITIALIZED] = "true"
         self.kube.update(node)
         now = self.clock.now()

@@ -109,3 +109,26 @@ def test_nodeclaim_never_launched_is_deleted_after_five_minutes():
     h.advance(10)
     assert h.events("LaunchTimeout") == [("NodeClaim", name, "LaunchTimeout")]
     assert name not in [c["metadata"]["name"] for c in h.nodeclaims()]
+
+
+def test_registration_and_initialization_leave_the_watched_node_object_as_it_was():
+    """The controller writes changed copies; the state's object changes only when the
+    watch delivers the new version."""
+    h = Harness()
+    h.default_setup()
+    h.create_unschedulable(pending_pod("p0", "1"))
+    h.advance(1)
+    [claim] = h.nodeclaims()
+    name = claim["metadata"]["name"]
+    node_name = h.register_node(name)
+    h.operator.pump()  # the state sees the Node; no reconcile has run yet
+    watched = h.operator.state.nodes[node_name]
+    h.operator.lifecycle.reconcile(name)
+    assert wk.NODE_REGISTERED not in watched["metadata"]["labels"]
+    assert h.kube.get("Node", node_name)["metadata"]["labels"][wk.NODE_REGISTERED] == "true"
+    h.set_node_ready(node_name)
+    h.operator.pump()
+    watched = h.operator.state.nodes[node_name]
+    h.operator.lifecycle.reconcile(name)
+    assert wk.NODE_INITIALIZED not in watched["metadata"]["labels"]
+    assert h.kube.get("Node", node_name)["metadata"]["labels"][wk.NODE_INITIALIZED] == "true"
