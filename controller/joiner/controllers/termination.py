@@ -11,6 +11,7 @@ passed since deletion, remaining pods are deleted regardless.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from typing import Any
 
@@ -161,6 +162,7 @@ class Termination(Controller):
         taints = (node.get("spec") or {}).get("taints") or []
         if any(t.get("key") == wk.DISRUPTED_TAINT_KEY for t in taints):
             return
+        node = copy.deepcopy(node)  # the state's object: never edited in place
         node.setdefault("spec", {})["taints"] = [*taints, dict(wk.DISRUPTED_TAINT)]
         self.kube.update(node)
 

@@ -35,6 +35,10 @@ _STAGES = (
 )
 
 
+# (node object, its pod list, its NodeClaim, the view built from them)
+_KnownView = tuple[dict[str, Any], list[dict[str, Any]], str | None, NodeView]
+
+
 class Observer:
     def __init__(
         self,
@@ -56,6 +60,7 @@ class Observer:
         # watch instead of listing at every clock jump: the Nodes, and the providerID of
         # each NodeClaim (a Node is managed when a NodeClaim has its ID).
         self._nodes: dict[str, dict[str, Any]] = {}
+        self._views: dict[str, _KnownView] = {}  # by node name, see _node_view
         self._claim_providers: dict[str, str] = {}
 
     def elapsed(self) -> float:
@@ -107,6 +112,7 @@ class Observer:
         name = node["metadata"]["name"]
         if event_type == "DELETED":
             self._nodes.pop(name, None)
+            self._views.pop(name, None)
         else:
             self._nodes[name] = node
 
@@ -176,10 +182,22 @@ class Observer:
         pods: list[dict[str, Any]],
         claims_by_provider: dict[str | None, str],
     ) -> NodeView:
+        """The node's view, remembered while the node object, its pod list (the index
+        keeps the same list until a pod changes) and its NodeClaim stay the same."""
+        provider_id = (node.get("spec") or {}).get("providerID")
+        claim = claims_by_provider.get(provider_id) if provider_id else None
+        known = self._views.get(node["metadata"]["name"])
+        if known is None or known[0] is not node or known[1] is not pods or known[2] != claim:
+            known = (node, pods, claim, self._new_node_view(node, pods, claim))
+            self._views[node["metadata"]["name"]] = known
+        return known[3]
+
+    def _new_node_view(
+        self, node: dict[str, Any], pods: list[dict[str, Any]], claim: str | None
+    ) -> NodeView:
         meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
         labels = meta.get("labels") or {}
         provider_id = spec.get("providerID")
-        claim = claims_by_provider.get(provider_id) if provider_id else None
         requested = occupancy(pods, {}, VolumeCatalog()).requests
         return NodeView(
             name=meta["name"],

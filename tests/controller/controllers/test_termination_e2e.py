@@ -179,3 +179,15 @@ def test_deleting_the_node_deletes_its_nodeclaim_and_drains():
     h.advance(10)
     assert h.kube.list("NodeClaim").items == []
     assert h.kube.list("Node").items == []
+
+
+def test_tainting_for_termination_leaves_the_watched_node_object_as_it_was():
+    h = Harness()
+    h.default_setup()
+    claim_name, node_name = h.initialized_node()
+    h.kube.delete("NodeClaim", claim_name)
+    h.operator.pump()  # the state sees the deletion; no reconcile has run yet
+    watched = h.operator.state.nodes[node_name]
+    h.operator.termination.reconcile(claim_name)
+    assert wk.DISRUPTED_TAINT not in (watched["spec"].get("taints") or [])
+    assert wk.DISRUPTED_TAINT in h.kube.get("Node", node_name)["spec"]["taints"]
