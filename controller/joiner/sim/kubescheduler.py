@@ -9,7 +9,6 @@ only, so "fits" means the same thing to both.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -121,15 +120,17 @@ class KubeScheduler:
             return  # unchanged: rewriting would only re-trigger the provisioner
         # Changed (say, nodes joined and it still does not fit): kube-scheduler updates the
         # condition, and that pod event is what makes the provisioner look at it again.
-        pod = copy.deepcopy(pod)  # the index's object is shared
-        pod.setdefault("status", {})["conditions"] = [
-            *(c for c in conditions if c.get("type") != "PodScheduled"),
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": why,  # "0/N nodes are available: ..." as kube-scheduler says it
-            },
-        ]
+        scheduled = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": why,  # "0/N nodes are available: ..." as kube-scheduler says it
+        }
+        # A new pod dict with a new status: the index's object is shared and left as it is.
+        status = {
+            **(pod.get("status") or {}),
+            "conditions": [*(c for c in conditions if c.get("type") != "PodScheduled"), scheduled],
+        }
+        pod = {**pod, "status": status}
         with contextlib.suppress(Conflict, NotFound):
             self.kube.update_status(pod)

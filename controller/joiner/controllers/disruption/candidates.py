@@ -132,21 +132,31 @@ class _PodFacts:
     eviction_cost: float  # summed over the reschedulable pods
 
 
-def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
-    """Remembered by the state until its next change: passes run every 10 seconds, and
-    between pod events nothing here moves."""
+# (pod ids, PDB ids) -> (the pods and PDBs, their facts). Passes run every 10 seconds and
+# a node's pods stay the same objects until they change, while other nodes' pods do.
+# Holding the objects keeps their ids from reuse.
+_FACTS_KEPT = 20_000
+_facts: dict[tuple, tuple[tuple, _PodFacts]] = {}
 
-    def compute() -> _PodFacts:
-        pods = state.pods_on(node_name)
+
+def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
+    pods = state.pods_on(node_name)
+    pdbs = state.objects["PodDisruptionBudget"]
+    held = (*pods, *pdbs.values())
+    key = (tuple(map(id, pods)), tuple(map(id, pdbs.values())))
+    found = _facts.get(key)
+    if found is None:
+        if len(_facts) >= _FACTS_KEPT:
+            _facts.clear()
         reschedulable = state.reschedulable_pods([node_name])
-        return _PodFacts(
+        facts = _PodFacts(
             annotated=_annotated(pods),
             pdb=_blocking_pdb(state, pods),
             reschedulable=reschedulable,
             eviction_cost=sum(eviction_cost(p) for p in reschedulable),
         )
-
-    return state.memo(("disruption.pod-facts", node_name), compute)
+        found = _facts[key] = (held, facts)
+    return found[1]
 
 
 def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:
