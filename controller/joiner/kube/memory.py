@@ -83,6 +83,7 @@ ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_POD_GRACE_SECONDS = 30
+SHARED_OBJECTS_KEPT = 4096  # watch objects kept for the other watches, see _watched
 # Kinds whose status is reset on create (the API server ignores a client's status).
 _STATUS_ON_CREATE: dict[str, dict[str, Any]] = {
     "Pod": {"phase": "Pending"},
@@ -171,7 +172,7 @@ class MemoryWatch:
             return []  # waits for the next drain)
         with self._store._lock:
             events, self._events = self._events, deque()
-        return [WatchEvent(type_, thaw(blob)) for type_, blob in events]
+            return [WatchEvent(type_, self._store._watched(blob)) for type_, blob in events]
 
     def pending(self) -> int:
         with self._store._lock:
@@ -218,7 +219,11 @@ class MemoryKube:
         watch_history: int = 20_000,
         seed: int = 0,
         namespaces: tuple[str, ...] = DEFAULT_NAMESPACES,
+        share_watched_objects: bool = False,
     ) -> None:
+        """``share_watched_objects``: watches draining the same change get the same
+        object, thawed once, instead of a copy each. Only for consumers that never edit
+        what a watch gives them (the simulator's operator and emulated cluster)."""
         self.clock: Clock = clock or RealClock()
         self.registry = registry or default_registry()
         self._namespace_kind = self.registry.lookup("Namespace", "v1")
@@ -244,8 +249,24 @@ class MemoryKube:
         self._gc_orphan_pods: OrderedDict[Key, None] = OrderedDict()
         self._gc_namespaces: OrderedDict[str, None] = OrderedDict()
         self._pdb_dirty: OrderedDict[str, None] = OrderedDict()
+        # frozen form -> its thawed object, while other watches may still drain it (the
+        # bytes are held, so no id is reused); None: each watch thaws its own copy
+        self._shared: dict[int, tuple[bytes, dict[str, Any]]] | None = (
+            {} if share_watched_objects else None
+        )
         for name in namespaces:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def _watched(self, blob: bytes) -> dict[str, Any]:
+        """A drained watch event's object (see ``share_watched_objects``)."""
+        if self._shared is None:
+            return thaw(blob)
+        found = self._shared.get(id(blob))
+        if found is None:
+            if len(self._shared) >= SHARED_OBJECTS_KEPT:
+                self._shared.clear()
+            found = self._shared[id(blob)] = (blob, thaw(blob))
+        return found[1]
 
     # ----------------------------------------------------------------- reads
 

@@ -175,7 +175,11 @@ class Simulation:
     def __init__(self, scenario: Scenario, seed: int = 0) -> None:
         self.scenario = scenario
         self.clock = FakeClock(SIM_START)
-        self.kube = MemoryKube(self.clock, garbage_collection="manual", seed=seed)
+        # The operator's state and the emulated cluster only read what their watches
+        # deliver: one thawed object serves both.
+        self.kube = MemoryKube(
+            self.clock, garbage_collection="manual", seed=seed, share_watched_objects=True
+        )
         self.cloud = build_cloud(scenario, self.clock)
         self.interruptions: Interruptions | None = None
         try:

@@ -21,6 +21,7 @@ class PodIndex:
         self._by_owner: dict[str, set[Key]] = {}  # owner uid -> pods it owns
         self._by_node: dict[str, set[Key]] = {}  # node name -> bound pods still running
         self._on_node: dict[str, list[Pod]] = {}  # on_node's answers until the node's pods change
+        self._owned: dict[str, list[Pod]] = {}  # owned_by's answers until the owner's pods change
         self._pending: set[Key] = set()
 
     def apply(self, event_type: str, pod: Pod) -> None:
@@ -30,6 +31,7 @@ class PodIndex:
         if previous is not None:
             for uid in _owner_uids(previous):
                 self._by_owner.get(uid, set()).discard(key)
+                self._owned.pop(uid, None)
             node = _occupied_node(previous)
             if node:
                 self._by_node.get(node, set()).discard(key)
@@ -39,6 +41,7 @@ class PodIndex:
             self._pods[key] = pod
             for uid in _owner_uids(pod):
                 self._by_owner.setdefault(uid, set()).add(key)
+                self._owned.pop(uid, None)
             node = _occupied_node(pod)
             if node:
                 self._by_node.setdefault(node, set()).add(key)
@@ -47,8 +50,13 @@ class PodIndex:
                 self._pending.add(key)
 
     def owned_by(self, uid: str) -> list[Pod]:
-        """The pods with an owner reference to ``uid``, in list order."""
-        return [self._pods[k] for k in sorted(self._by_owner.get(uid, ()))]
+        """The pods with an owner reference to ``uid``, in list order. The same list until
+        they change: do not change it either."""
+        pods = self._owned.get(uid)
+        if pods is None:
+            keys = sorted(self._by_owner.get(uid, ()))
+            pods = self._owned[uid] = [self._pods[k] for k in keys]
+        return pods
 
     def pending(self) -> list[Pod]:
         """The pods ``is_pending`` holds for, in list order."""

@@ -55,6 +55,18 @@ def pdb_status(api: MemoryKube, name: str = "web") -> dict[str, Any]:
     return api.get("PodDisruptionBudget", name, "default")["status"]
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_drained_objects_are_shared_between_watches_only_when_asked(shared: bool):
+    store = MemoryKube(FakeClock(), share_watched_objects=shared)
+    first, second = store.watch("Pod"), store.watch("Pod")
+    store.create(pod("a"))
+    [one], [other] = first.drain(), second.drain()
+    assert one.object == other.object
+    assert (one.object is other.object) is shared
+    one.object["metadata"]["labels"] = {"edited": "by a reader"}  # never do this when shared
+    assert "edited" not in store.get("Pod", "a", "default")["metadata"]["labels"]
+
+
 def test_drain_is_non_blocking_and_incremental(store):
     watch = store.watch("Pod", "default")
     assert watch.drain() == []

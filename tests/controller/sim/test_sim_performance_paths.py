@@ -251,6 +251,18 @@ def test_pod_index_gives_the_same_node_list_until_a_pod_on_the_node_changes():
     assert index.on_node("n2") == []
 
 
+def test_pod_index_gives_the_same_owned_list_until_a_pod_of_the_owner_changes():
+    index = PodIndex()
+    index.apply("ADDED", _pod("a"))
+    first = index.owned_by("rs-1")
+    index.apply("ADDED", _pod("c", owner="rs-2"))  # another owner
+    assert index.owned_by("rs-1") is first
+    index.apply("ADDED", _pod("b"))
+    assert [p["metadata"]["name"] for p in index.owned_by("rs-1")] == ["a", "b"]
+    index.apply("DELETED", _pod("a"))
+    assert [p["metadata"]["name"] for p in index.owned_by("rs-1")] == ["b"]
+
+
 def test_pods_on_a_node_follow_binding_and_deletion():
     state = _state_with_nodes(["n1"])
     state.apply("ADDED", _pod("b", node="n1", phase="Running"))

@@ -74,6 +74,7 @@ class Disruption:
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
         self._offerings_read: dict[int, tuple[Sequence[InstanceType], tuple]] = {}
+        self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -358,7 +359,14 @@ class Disruption:
         )
 
     def _prices(self) -> dict[str, float]:
-        """What each managed node costs now: its offering's price."""
+        """What each managed node costs now: its offering's price (worked out again only
+        when the nodes or the offerings changed)."""
+        basis = self._simulation_basis()
+        if self._priced[0] != basis:
+            self._priced = (basis, self._price_nodes())
+        return self._priced[1]
+
+    def _price_nodes(self) -> dict[str, float]:
         prices: dict[str, float] = {}
         types: dict[str, dict[str, InstanceType]] = {}
         for sn in self.state.managed_nodes():
