@@ -39,6 +39,7 @@ PASS_INTERVAL = 10.0
 VALIDATION_DELAY = 15.0
 WHEN_EMPTY = "WhenEmpty"
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
+NODES_REMEMBERED = 10_000  # nodes whose pods' requests are remembered
 
 
 @dataclass
@@ -75,6 +76,8 @@ class Disruption:
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
         self._offerings_read: dict[int, tuple[Sequence[InstanceType], tuple]] = {}
         self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
+        # by node: (its pods' ids, the pods, their requests), see _requests_of
+        self._requests: dict[str, tuple[tuple[int, ...], tuple, list[res.ResourceList]]] = {}
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -205,10 +208,7 @@ class Disruption:
         no cheaper instance type could hold what its pods certainly cannot put on the other
         nodes. During busy hours most nodes are full, and this check spares a solve for
         each of them every pass."""
-        requests = self.state.memo(
-            ("disruption.requests", candidate.name),
-            lambda: [pod_requests(p, {}) for p in candidate.pods],
-        )
+        requests = self._requests_of(candidate)
         by_node = self._free_room()
         rooms = [room for name, room in by_node.items() if name != candidate.name]
         shortfall = methods.least_replacement_load(requests, rooms)
@@ -220,6 +220,18 @@ class Disruption:
             for it in self._instance_types(pool.name)
         ]
         return methods.no_cheaper_home(candidate, shortfall, types, self.options)
+
+    def _requests_of(self, candidate: Candidate) -> list[res.ResourceList]:
+        """Each of the candidate's pods' requests, remembered while its pods are the same
+        objects (held, so their ids are not reused)."""
+        pods = tuple(candidate.pods)
+        known = self._requests.get(candidate.name)
+        if known is None or known[0] != tuple(map(id, pods)):
+            if len(self._requests) >= NODES_REMEMBERED:  # nodes come and go
+                self._requests.clear()
+            known = (tuple(map(id, pods)), pods, [pod_requests(p, {}) for p in pods])
+            self._requests[candidate.name] = known
+        return known[2]
 
     def _free_room(self) -> dict[str, res.ResourceList]:
         """Unrequested allocatable of each node a simulation may place pods on; remembered
