@@ -75,6 +75,7 @@ class Disruption:
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
         self._offerings_read: dict[int, tuple[Sequence[InstanceType], tuple]] = {}
+        self._launchable_types: list[InstanceType] | None = None  # this pass's, see _launchable
         self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
         # by node: (its pods' ids, the pods, their requests), see _requests_of
         self._requests: dict[str, tuple[tuple[int, ...], tuple, list[res.ResourceList]]] = {}
@@ -113,6 +114,7 @@ class Disruption:
     def _new_pass(self) -> None:
         """Forget what one pass may cache: instance types, offerings, budgets."""
         self._types, self._allowances, self._offered = {}, {}, None
+        self._launchable_types: list[InstanceType] | None = None
 
     # --- deciding ----------------------------------------------------------------------
 
@@ -214,12 +216,20 @@ class Disruption:
         shortfall = methods.least_replacement_load(requests, rooms)
         if not shortfall:
             return None
-        types = [
-            it
-            for pool in self.provisioner.ready_nodepools()
-            for it in self._instance_types(pool.name)
-        ]
-        return methods.no_cheaper_home(candidate, shortfall, types, self.options)
+        return methods.no_cheaper_home(candidate, shortfall, self._launchable(), self.options)
+
+    def _launchable(self) -> list[InstanceType]:
+        """The types some ready pool's requirements allow (a provider offers every type
+        of the node class), worked out once per pass."""
+        if self._launchable_types is None:
+            self._launchable_types = [
+                it
+                for pool in self.provisioner.ready_nodepools()
+                for requirements in [pool.requirements()]
+                for it in self._instance_types(pool.name)
+                if it.requirements.is_intersecting(requirements)
+            ]
+        return self._launchable_types
 
     def _requests_of(self, candidate: Candidate) -> list[res.ResourceList]:
         """Each of the candidate's pods' requests, remembered while its pods are the same
