@@ -15,12 +15,15 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import boto3
+import botocore.session
 import moto
+from botocore.parsers import DEFAULT_TIMESTAMP_PARSER
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.utils import utcnow
@@ -66,6 +69,7 @@ class EmbeddedAWS:
             aws_access_key_id="embedded",
             aws_secret_access_key="embedded",
             region_name=self.region,
+            botocore_session=_fast_timestamps(botocore.session.get_session()),
         )
         self.clients = AWSClients.create(self.region, session=session, max_attempts=1)
         self._eks = session.client("eks", region_name=self.region)
@@ -254,6 +258,22 @@ def put_public_parameter(region: str, name: str, value: str) -> None:
             data_type="aws:ec2:image",
         )
     )
+
+
+def _fast_timestamps(session: botocore.session.Session) -> botocore.session.Session:
+    """Responses' timestamps read with ``datetime.fromisoformat`` (moto writes ISO 8601),
+    falling back to botocore's own parser: its dateutil parse took a twentieth of a
+    simulated day on AWS, listing instances every two minutes."""
+    factory = session.get_component("response_parser_factory")
+    factory.set_parser_defaults(timestamp_parser=_iso_timestamp)
+    return session
+
+
+def _iso_timestamp(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return DEFAULT_TIMESTAMP_PARSER(value)
 
 
 def _tags_by_id(resource: TaggedEC2Resource) -> list[dict[str, str]]:

@@ -1,9 +1,11 @@
-"""The embedded AWS cloud's speed-up of moto's tag lookup gives moto's own answer."""
+"""The embedded AWS cloud's speed-ups (tag lookup, timestamp parsing) give the answers
+moto and botocore give."""
 
 from __future__ import annotations
 
 import boto3
-from joiner.sim.embedded_aws import _tags_by_id
+from botocore.parsers import DEFAULT_TIMESTAMP_PARSER
+from joiner.sim.embedded_aws import _iso_timestamp, _tags_by_id
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
@@ -29,3 +31,8 @@ def test_tags_by_id_are_the_tags_moto_finds_by_scanning() -> None:
             "value": "a",
             "resource_type": "vpc",
         }
+
+
+def test_timestamps_are_read_as_botocore_reads_them() -> None:
+    for text in ("2026-01-01T00:00:00.000Z", "2026-03-04T05:06:07+00:00", "1767225600"):
+        assert _iso_timestamp(text) == DEFAULT_TIMESTAMP_PARSER(text)
