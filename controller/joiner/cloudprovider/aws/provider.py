@@ -32,7 +32,6 @@ from joiner.cloudprovider.aws.instancetypes import (
     InstanceTypeCatalogue,
     TypeSettings,
     TypeShape,
-    build_instance_type,
     type_shape,
     with_offerings,
 )
@@ -144,6 +143,7 @@ class AWSCloudProvider:
         self._types_cache: dict[tuple, list[InstanceType]] = {}
         self._last_sweep = clock.now()
         self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
+        self._hashes: dict[str, tuple[EC2NodeClass, str]] = {}  # see _static_hash
 
     # --- instance types ----------------------------------------------------------
 
@@ -201,6 +201,14 @@ class AWSCloudProvider:
             if offerings:
                 types.append(with_offerings(shape, offerings, zone_ids))
         return types
+
+    def _static_hash(self, nodeclass: EC2NodeClass) -> str:
+        """The class's drift hash, once per class object (callers hand the same object
+        until the class changes, and garbage collection describes every instance)."""
+        known = self._hashes.get(nodeclass.name)
+        if known is None or known[0] is not nodeclass:
+            known = self._hashes[nodeclass.name] = (nodeclass, nodeclass.static_hash())
+        return known[1]
 
     def _settings(self, nodeclass: EC2NodeClass) -> TypeSettings:
         return TypeSettings.for_nodeclass(
@@ -411,7 +419,7 @@ class AWSCloudProvider:
         if nodeclass is not None:
             nodeclaim.labels[wk.EC2NODECLASS] = nodeclass.name
             annotations = nodeclaim.metadata.setdefault("annotations", {})
-            annotations.setdefault(wk.EC2NODECLASS_HASH, nodeclass.static_hash())
+            annotations.setdefault(wk.EC2NODECLASS_HASH, self._static_hash(nodeclass))
             annotations.setdefault(wk.EC2NODECLASS_HASH_VERSION, HASH_VERSION)
         nodeclaim.status.provider_id = provider_id(zone, instance["InstanceId"])
         nodeclaim.status.image_id = instance.get("ImageId")
@@ -457,7 +465,8 @@ class AWSCloudProvider:
         )
         offerings = build_offerings(info, [zone], self.pricing, self.unavailable)
         offerings = [o for o in offerings if o.capacity_type == capacity_type]
-        return build_instance_type(info, settings, offerings, self.catalogue.zone_ids())
+        shape = self._shapes(settings)[name]  # remembered per settings and catalogue
+        return with_offerings(shape, offerings, self.catalogue.zone_ids())
 
     def describe_instance(self, instance_id: str) -> dict[str, Any] | None:
         try:
@@ -520,7 +529,7 @@ class AWSCloudProvider:
             return None
         annotations = nodeclaim.metadata.get("annotations") or {}
         stamped = annotations.get(wk.EC2NODECLASS_HASH)
-        if stamped is not None and stamped != nodeclass.static_hash():
+        if stamped is not None and stamped != self._static_hash(nodeclass):
             return "NodeClassDrift"
         try:
             instance = self.describe_instance(instance_id_of(nodeclaim.status.provider_id))
