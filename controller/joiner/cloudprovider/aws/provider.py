@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,8 @@ from joiner.cloudprovider.types import (
 )
 
 log = logging.getLogger(__name__)
+
+LISTING_FRESH_SECONDS = 120.0  # a listing's instances stand in for a DescribeInstances
 
 PROVIDER_ID_PREFIX = "aws:///"
 GC_MIN_AGE_SECONDS = 30.0
@@ -144,6 +147,7 @@ class AWSCloudProvider:
         self._last_sweep = clock.now()
         self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
         self._hashes: dict[str, tuple[EC2NodeClass, str]] = {}  # see _static_hash
+        self._listing: tuple[float, dict[str, dict[str, Any]]] = (-math.inf, {})  # when, by id
 
     # --- instance types ----------------------------------------------------------
 
@@ -492,7 +496,18 @@ class AWSCloudProvider:
         return self._nodeclaim_from_instance(instance)
 
     def list(self) -> list[NodeClaim]:
-        return [self._nodeclaim_from_instance(i) for i in self._cluster_instances()]
+        instances = self._cluster_instances()
+        self._listing = (self.clock.now(), {i["InstanceId"]: i for i in instances})
+        return [self._nodeclaim_from_instance(i) for i in instances]
+
+    def _recent_instance(self, instance_id: str) -> dict[str, Any] | None:
+        """The instance as the last listing saw it when that is fresh (garbage collection
+        lists every two minutes), else described now: what drift reads (image, subnet,
+        security groups) does not change under a running instance but by hand."""
+        listed_at, by_id = self._listing
+        if self.clock.now() - listed_at <= LISTING_FRESH_SECONDS and instance_id in by_id:
+            return by_id[instance_id]
+        return self.describe_instance(instance_id)
 
     def _cluster_instances(self) -> list[dict[str, Any]]:
         filters = [  # the state first: it rules out the most, and moto checks in order
@@ -532,7 +547,7 @@ class AWSCloudProvider:
         if stamped is not None and stamped != self._static_hash(nodeclass):
             return "NodeClassDrift"
         try:
-            instance = self.describe_instance(instance_id_of(nodeclaim.status.provider_id))
+            instance = self._recent_instance(instance_id_of(nodeclaim.status.provider_id))
         except (ClientError, BotoCoreError) as error:
             log.warning("drift check of %s failed: %s", nodeclaim.name, error)
             return None

@@ -12,6 +12,7 @@ from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.launchtemplates import UNUSED_TTL_SECONDS
 from joiner.cloudprovider.aws.pricing import PricingProvider
+from joiner.cloudprovider.aws.provider import LISTING_FRESH_SECONDS
 from joiner.cloudprovider.aws.tags import cluster_tag
 from joiner.cloudprovider.types import NodeClaimNotFoundError
 from joiner.controllers.garbagecollection import GarbageCollection
@@ -189,3 +190,15 @@ def test_a_template_deleted_behind_our_back_is_recreated(stand: Stand, env: Env)
         for t in env.clients.ec2.describe_launch_templates()["LaunchTemplates"]
     ]
     assert names == [template["LaunchTemplateName"]]
+
+
+def test_drift_reads_a_fresh_listing_and_describes_once_it_is_stale(stand: Stand, env: Env) -> None:
+    launched = launch(stand, "default-listed")
+    assert stand.provider.list() != []
+    instance_id = launched.status.provider_id.rsplit("/", 1)[-1]
+    env.clients.ec2.modify_instance_attribute(
+        InstanceId=instance_id, Groups=[env.other_security_group]
+    )
+    assert stand.provider.is_drifted(launched) is None  # the listing from just now
+    stand.clock.advance(LISTING_FRESH_SECONDS + 1)
+    assert stand.provider.is_drifted(launched) == "SecurityGroupDrift"
