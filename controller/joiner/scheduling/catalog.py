@@ -17,6 +17,7 @@ from joiner.api.nodepool import NodePool
 from joiner.api.requirements import Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
+from joiner.identity import IdentityCache
 from joiner.scheduling.model import DaemonSet
 from joiner.scheduling.taints import untolerated
 
@@ -39,11 +40,10 @@ class Dimensions:
         return {name: int(vector[i]) for i, name in enumerate(self.names) if vector[i]}
 
 
-# Catalogues of recent solves by the identity of what they were built from (held, so no
-# id is reused while remembered): a pool object and its instance type list stay the same
-# between changes, and building the arrays for a large catalogue is most of a small solve.
-_CATALOGS_KEPT = 64
-_catalogs: dict[tuple, tuple[tuple, PoolCatalog]] = {}
+# Catalogues of recent solves, by the pool object, its instance type list and daemonset
+# templates they were built from: these stay the same objects between changes, and
+# building the arrays for a large catalogue is most of a small solve.
+_catalogs: IdentityCache[PoolCatalog] = IdentityCache(64)
 
 
 def pool_catalog(
@@ -54,15 +54,12 @@ def pool_catalog(
 ) -> PoolCatalog:
     """``PoolCatalog(...)``, or the one built from the very same inputs (its caches are
     pure functions of them, so they carry over)."""
-    held = (pool, instance_types, *(d.pod_template for d, _ in daemonsets))
     overheads = tuple((d.name, tuple(sorted(r.items()))) for d, r in daemonsets)
-    key = (tuple(map(id, held)), tuple(dims.names), overheads)
-    found = _catalogs.get(key)
-    if found is None:
-        if len(_catalogs) >= _CATALOGS_KEPT:
-            _catalogs.clear()
-        found = _catalogs[key] = (held, PoolCatalog(pool, instance_types, dims, daemonsets))
-    return found[1]
+    return _catalogs.remember(
+        (pool, instance_types, *(d.pod_template for d, _ in daemonsets)),
+        lambda: PoolCatalog(pool, instance_types, dims, daemonsets),
+        key=(tuple(dims.names), overheads),
+    )
 
 
 class PoolCatalog:

@@ -15,6 +15,7 @@ from typing import Any
 
 from joiner.api import resources as res
 from joiner.api.resources import ResourceList
+from joiner.identity import IdentityCache
 from joiner.scheduling.model import Pod, VolumeCatalog
 from joiner.scheduling.pods import (
     HostPort,
@@ -24,10 +25,6 @@ from joiner.scheduling.pods import (
     pod_requests,
 )
 from joiner.scheduling.volumes import pod_volumes
-
-# Distinct pod lists remembered; about two per node per state change is typical, so this
-# spans a large cluster's recent history without holding on to stale pods for long.
-_CACHE_SIZE = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +36,19 @@ class Occupancy:
     anti_affinity: tuple[tuple[str, Mapping[str, Any]], ...]  # (namespace, required term)
 
 
-# pod ids -> (the pods, their occupancy). Holding the pods keeps them alive, and no two
-# live objects share an id: a hit is for the very same pods.
-_remembered: dict[tuple[int, ...], tuple[tuple[Pod, ...], Occupancy]] = {}
+# By the node's pods; about two pod lists per node per state change is typical, so this
+# spans a large cluster's recent history without holding on to stale pods for long.
+_remembered: IdentityCache[Occupancy] = IdentityCache(20_000)
 
 
 def occupancy(
     pods: Sequence[Pod], runtime_classes: Mapping[str, ResourceList], volumes: VolumeCatalog
 ) -> Occupancy:
-    key = tuple(map(id, pods))
-    cached = _remembered.get(key)
-    if cached is not None:
-        return cached[1]
-    found = _occupancy(pods, runtime_classes, volumes)
-    if not any(_reads_cluster_objects(pod) for pod in pods):
-        if len(_remembered) >= _CACHE_SIZE:
-            _remembered.clear()
-        _remembered[key] = (tuple(pods), found)
+    found = _remembered.get(pods)
+    if found is None:
+        found = _occupancy(pods, runtime_classes, volumes)
+        if not any(_reads_cluster_objects(pod) for pod in pods):
+            _remembered.put(pods, found)
     return found
 
 

@@ -52,11 +52,7 @@ class PodIndex:
     def owned_by(self, uid: str) -> list[Pod]:
         """The pods with an owner reference to ``uid``, in list order. The same list until
         they change: do not change it either."""
-        pods = self._owned.get(uid)
-        if pods is None:
-            keys = sorted(self._by_owner.get(uid, ()))
-            pods = self._owned[uid] = [self._pods[k] for k in keys]
-        return pods
+        return self._listed(self._owned, self._by_owner, uid)
 
     def pending(self) -> list[Pod]:
         """The pods ``is_pending`` holds for, in list order."""
@@ -68,10 +64,16 @@ class PodIndex:
     def on_node(self, node_name: str) -> list[Pod]:
         """The pods bound to the node and not finished (Succeeded or Failed), in list order.
         The same list until they change: do not change it either."""
-        pods = self._on_node.get(node_name)
+        return self._listed(self._on_node, self._by_node, node_name)
+
+    def _listed(
+        self, answers: dict[str, list[Pod]], index: dict[str, set[Key]], name: str
+    ) -> list[Pod]:
+        """The pods ``index`` files under ``name``, in list order, kept in ``answers``
+        until apply() drops them."""
+        pods = answers.get(name)
         if pods is None:
-            keys = sorted(self._by_node.get(node_name, ()))
-            pods = self._on_node[node_name] = [self._pods[k] for k in keys]
+            pods = answers[name] = [self._pods[k] for k in sorted(index.get(name, ()))]
         return pods
 
 

@@ -71,6 +71,7 @@ from joiner.cloudprovider.types import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from joiner.identity import IdentityCache
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ class AWSCloudProvider:
         self._types_cache: dict[tuple, list[InstanceType]] = {}
         self._last_sweep = clock.now()
         self._shapes_cache: dict[tuple, dict[str, TypeShape]] = {}
-        self._hashes: dict[str, tuple[EC2NodeClass, str]] = {}  # see _static_hash
+        self._hashes: IdentityCache[str] = IdentityCache(64)  # see _static_hash
         self._listing: tuple[float, dict[str, dict[str, Any]]] = (-math.inf, {})  # when, by id
 
     # --- instance types ----------------------------------------------------------
@@ -209,10 +210,7 @@ class AWSCloudProvider:
     def _static_hash(self, nodeclass: EC2NodeClass) -> str:
         """The class's drift hash, once per class object (callers hand the same object
         until the class changes, and garbage collection describes every instance)."""
-        known = self._hashes.get(nodeclass.name)
-        if known is None or known[0] is not nodeclass:
-            known = self._hashes[nodeclass.name] = (nodeclass, nodeclass.static_hash())
-        return known[1]
+        return self._hashes.remember((nodeclass,), nodeclass.static_hash)
 
     def _settings(self, nodeclass: EC2NodeClass) -> TypeSettings:
         return TypeSettings.for_nodeclass(

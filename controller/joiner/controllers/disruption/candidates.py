@@ -14,6 +14,7 @@ from joiner.api import labels as wk
 from joiner.api.duration import DurationError, parse_duration
 from joiner.api.nodepool import NodePool
 from joiner.clock import from_rfc3339
+from joiner.identity import IdentityCache
 from joiner.kube.selectors import selector_from_label_selector
 from joiner.state.cluster import ClusterState
 from joiner.state.node import StateNode
@@ -132,31 +133,25 @@ class _PodFacts:
     eviction_cost: float  # summed over the reschedulable pods
 
 
-# (pod ids, PDB ids) -> (the pods and PDBs, their facts). Passes run every 10 seconds and
-# a node's pods stay the same objects until they change, while other nodes' pods do.
-# Holding the objects keeps their ids from reuse.
-_FACTS_KEPT = 20_000
-_facts: dict[tuple, tuple[tuple, _PodFacts]] = {}
+# By the node's pods and the PDBs: passes run every 10 seconds, and a node's pods stay the
+# same objects until they change while other nodes' pods do.
+_facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
 
 
 def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
     pods = state.pods_on(node_name)
     pdbs = state.objects["PodDisruptionBudget"]
-    held = (*pods, *pdbs.values())
-    key = (tuple(map(id, pods)), tuple(map(id, pdbs.values())))
-    found = _facts.get(key)
-    if found is None:
-        if len(_facts) >= _FACTS_KEPT:
-            _facts.clear()
+
+    def compute() -> _PodFacts:
         reschedulable = state.reschedulable_pods([node_name])
-        facts = _PodFacts(
+        return _PodFacts(
             annotated=_annotated(pods),
             pdb=_blocking_pdb(state, pods),
             reschedulable=reschedulable,
             eviction_cost=sum(eviction_cost(p) for p in reschedulable),
         )
-        found = _facts[key] = (held, facts)
-    return found[1]
+
+    return _facts.remember((*pods, *pdbs.values()), compute, key=len(pods))
 
 
 def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:

@@ -23,6 +23,7 @@ from joiner.api.requirements import Requirements
 from joiner.clock import Clock, from_rfc3339, to_rfc3339
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.runtime import DONE, Result
+from joiner.identity import IdentityCache
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.state.cluster import ClusterState
 
@@ -44,7 +45,7 @@ class DisruptionConditions:
     ) -> None:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
         self._cloud_verdicts: dict[str, _Verdict] = {}  # by NodeClaim name
-        self._pools: dict[str, tuple[NodePool, str, Requirements]] = {}
+        self._pools: IdentityCache[tuple[str, Requirements]] = IdentityCache(64)
 
     def reconcile(self, key: str) -> Result:
         claim = self.state.nodeclaims.get(key)
@@ -115,10 +116,7 @@ class DisruptionConditions:
     def _pool_facts(self, pool: NodePool) -> tuple[str, Requirements]:
         """The pool's template hash and requirements, worked out once per version of the
         pool (the state replaces the object on every change and never edits it)."""
-        known = self._pools.get(pool.name)
-        if known is None or known[0] is not pool:
-            known = self._pools[pool.name] = (pool, pool.template_hash(), pool.requirements())
-        return known[1], known[2]
+        return self._pools.remember((pool,), lambda: (pool.template_hash(), pool.requirements()))
 
     def _cloud_drift(self, claim: NodeClaim) -> str | None:
         """Node class drift, the provider's to judge (see the module docstring)."""

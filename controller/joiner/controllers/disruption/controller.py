@@ -25,6 +25,7 @@ from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
+from joiner.identity import IdentityCache
 from joiner.scheduling.model import Plan, VolumeCatalog
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
@@ -39,7 +40,7 @@ PASS_INTERVAL = 10.0
 VALIDATION_DELAY = 15.0
 WHEN_EMPTY = "WhenEmpty"
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
-NODES_REMEMBERED = 10_000  # nodes whose pods' requests are remembered
+PODS_LISTS_KEPT = 10_000  # nodes' pod lists whose requests are remembered
 
 
 @dataclass
@@ -74,11 +75,10 @@ class Disruption:
         self._types: dict[str, Sequence[InstanceType]] = {}
         self._allowances: dict[tuple[str, str], int] = {}  # this pass's budgets
         self._offered: tuple | None = None  # this pass's offerings, see _simulation_basis
-        self._offerings_read: dict[int, tuple[Sequence[InstanceType], tuple]] = {}
+        self._offerings_read: IdentityCache[tuple] = IdentityCache(OFFERINGS_READ_KEPT)
         self._launchable_types: list[InstanceType] | None = None  # this pass's, see _launchable
         self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
-        # by node: (its pods' ids, the pods, their requests), see _requests_of
-        self._requests: dict[str, tuple[tuple[int, ...], tuple, list[res.ResourceList]]] = {}
+        self._requests: IdentityCache[list[res.ResourceList]] = IdentityCache(PODS_LISTS_KEPT)
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -114,7 +114,7 @@ class Disruption:
     def _new_pass(self) -> None:
         """Forget what one pass may cache: instance types, offerings, budgets."""
         self._types, self._allowances, self._offered = {}, {}, None
-        self._launchable_types: list[InstanceType] | None = None
+        self._launchable_types = None
 
     # --- deciding ----------------------------------------------------------------------
 
@@ -232,16 +232,9 @@ class Disruption:
         return self._launchable_types
 
     def _requests_of(self, candidate: Candidate) -> list[res.ResourceList]:
-        """Each of the candidate's pods' requests, remembered while its pods are the same
-        objects (held, so their ids are not reused)."""
-        pods = tuple(candidate.pods)
-        known = self._requests.get(candidate.name)
-        if known is None or known[0] != tuple(map(id, pods)):
-            if len(self._requests) >= NODES_REMEMBERED:  # nodes come and go
-                self._requests.clear()
-            known = (tuple(map(id, pods)), pods, [pod_requests(p, {}) for p in pods])
-            self._requests[candidate.name] = known
-        return known[2]
+        """Each of the candidate's pods' requests, remembered while they are the same pods."""
+        pods = candidate.pods
+        return self._requests.remember(pods, lambda: [pod_requests(p, {}) for p in pods])
 
     def _free_room(self) -> dict[str, res.ResourceList]:
         """Unrequested allocatable of each node a simulation may place pods on; remembered
@@ -333,17 +326,16 @@ class Disruption:
     def _offerings_of(self, types: Sequence[InstanceType]) -> tuple:
         """Every offering of ``types`` as plain values. A provider that hands out the same
         list while nothing changed (AWS does) is read once, not every pass."""
-        known = self._offerings_read.get(id(types))
-        if known is not None and known[0] is types:
-            return known[1]
-        offered = tuple(
-            (it.name, tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings))
-            for it in types
+        return self._offerings_read.remember(
+            (types,),
+            lambda: tuple(
+                (
+                    it.name,
+                    tuple((o.zone, o.capacity_type, o.price, o.available) for o in it.offerings),
+                )
+                for it in types
+            ),
         )
-        if len(self._offerings_read) >= OFFERINGS_READ_KEPT:
-            self._offerings_read.clear()
-        self._offerings_read[id(types)] = (types, offered)  # holding types keeps its id
-        return offered
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
         """Where the candidates' pods would go without them. Nodes still starting do not

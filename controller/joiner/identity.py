@@ -1,0 +1,45 @@
+"""Values worked out from objects, remembered by the objects' identity.
+
+The controller's state and the simulator hand out the same objects (pods, pools,
+instance type lists, node classes) until they change, and never edit them in place:
+a new version is a new object. So "the same objects as last time" can be told by
+identity, which is far cheaper than comparing contents, and what was worked out from
+them still holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityCache(Generic[T]):
+    """At most ``size`` values, each under the identity of the objects it came from
+    (plus an optional plain key). The cache holds those objects, so no id is reused by
+    another object while its entry lives; when full, it starts over."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._values: dict[tuple, tuple[tuple[object, ...], T]] = {}
+
+    def get(self, objects: Sequence[object], key: Hashable = ()) -> T | None:
+        """The value remembered for these very objects, or None."""
+        found = self._values.get((tuple(map(id, objects)), key))
+        return None if found is None else found[1]
+
+    def put(self, objects: Sequence[object], value: T, key: Hashable = ()) -> None:
+        if len(self._values) >= self._size:
+            self._values.clear()
+        self._values[(tuple(map(id, objects)), key)] = (tuple(objects), value)
+
+    def remember(
+        self, objects: Sequence[object], compute: Callable[[], T], key: Hashable = ()
+    ) -> T:
+        """The value for these very objects, else ``compute()``, remembered."""
+        found = self.get(objects, key)
+        if found is None:
+            found = compute()
+            self.put(objects, found, key)
+        return found

@@ -1,0 +1,58 @@
+"""IdentityCache: values remembered by the identity of the objects they came from."""
+
+from __future__ import annotations
+
+from joiner.identity import IdentityCache
+
+
+def counting(calls: list[str], value: str):
+    def compute() -> str:
+        calls.append(value)
+        return value
+
+    return compute
+
+
+def test_the_same_objects_give_the_remembered_value() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    pods, calls = [{"name": "a"}, {"name": "b"}], []
+    assert cache.remember(pods, counting(calls, "first")) == "first"
+    assert cache.remember(list(pods), counting(calls, "second")) == "first"
+    assert calls == ["first"]
+
+
+def test_equal_but_new_objects_are_worked_out_again() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    calls: list[str] = []
+    cache.remember([{"name": "a"}], counting(calls, "old"))
+    assert cache.remember([{"name": "a"}], counting(calls, "new")) == "new"
+    assert calls == ["old", "new"]
+
+
+def test_a_key_tells_values_of_the_same_objects_apart() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    pool, calls = {"name": "default"}, []
+    cache.remember([pool], counting(calls, "cpu"), key="cpu")
+    assert cache.remember([pool], counting(calls, "memory"), key="memory") == "memory"
+    assert cache.remember([pool], counting(calls, "again"), key="cpu") == "cpu"
+    assert calls == ["cpu", "memory"]
+
+
+def test_get_finds_only_what_was_put() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    pods = [{"name": "a"}]
+    assert cache.get(pods) is None
+    cache.put(pods, "occupancy")
+    assert cache.get(list(pods)) == "occupancy"
+    assert cache.get(pods, key="other") is None
+
+
+def test_a_full_cache_starts_over() -> None:
+    cache: IdentityCache[int] = IdentityCache(2)
+    objects = [{"i": i} for i in range(3)]
+    for i, obj in enumerate(objects):
+        cache.remember([obj], lambda i=i: i)
+    calls: list[str] = []
+    assert cache.remember([objects[0]], counting(calls, "recomputed")) == "recomputed"
+    assert cache.remember([objects[2]], counting(calls, "kept")) == 2
+    assert calls == ["recomputed"]
