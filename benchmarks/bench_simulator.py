@@ -23,7 +23,8 @@ checks quality the same way and does not judge the wall time.
 
 ``python -m benchmarks.bench_simulator --provider fake|aws|both`` (default both):
 ``aws`` runs the embedded AWS cloud (moto with the real provider code and catalogue,
-the pool limited to the same families and sizes, the bound from the types it offers);
+the pool limited to the same families and sizes, on-demand prices from the same list as
+the scenario's ``cloud.prices``, the bound from the types it offers);
 where that cloud cannot be built, the benchmark says so instead of running something
 else.
 """
@@ -232,6 +233,8 @@ def scenario_document(
     cloud: dict[str, Any] = {"provider": provider}
     if provider == "fake":
         cloud["instanceTypes"] = [instance_type_spec(it) for it in catalogue]
+    else:  # the same real on-demand prices, in place of the provider's estimate
+        cloud["prices"] = str(PRICE_LIST)
     steps: list[dict[str, Any]] = []
     previous: dict[str, int] = {}
     for hour in shape.change_times():
