@@ -62,12 +62,18 @@ def test_insufficient_capacity_is_remembered_for_three_minutes():
     assert h.nodeclaims()[-1]["metadata"]["labels"][wk.NODEPOOL] == "spot"
 
 
-def test_nodeclaim_whose_node_never_registers_is_deleted_and_replaced():
-    h = Harness()
-    h.default_setup()
+def _one_claim(h: Harness) -> dict:
+    """The NodeClaim created for one pending 1-CPU pod, a second later."""
     h.create_unschedulable(pending_pod("p0", "1"))
     h.advance(1)
     [claim] = h.nodeclaims()
+    return claim
+
+
+def test_nodeclaim_whose_node_never_registers_is_deleted_and_replaced():
+    h = Harness()
+    h.default_setup()
+    claim = _one_claim(h)
     name = claim["metadata"]["name"]
     provider_id = claim["status"]["providerID"]
 
@@ -99,9 +105,7 @@ def test_nodeclaim_never_launched_is_deleted_after_five_minutes():
     h = Harness()
     h.default_setup()
     failing = _FailingCloud(h)
-    h.create_unschedulable(pending_pod("p0", "1"))
-    h.advance(1)
-    [claim] = h.nodeclaims()
+    claim = _one_claim(h)
     name = claim["metadata"]["name"]
     h.advance(299)
     assert [c["metadata"]["name"] for c in h.nodeclaims()] == [name]
@@ -116,9 +120,7 @@ def test_registration_and_initialization_leave_the_watched_node_object_as_it_was
     watch delivers the new version."""
     h = Harness()
     h.default_setup()
-    h.create_unschedulable(pending_pod("p0", "1"))
-    h.advance(1)
-    [claim] = h.nodeclaims()
+    claim = _one_claim(h)
     name = claim["metadata"]["name"]
     node_name = h.register_node(name)
     h.operator.pump()  # the state sees the Node; no reconcile has run yet
