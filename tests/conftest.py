@@ -2,19 +2,157 @@
 session (the AWS provider tests, the interruption tests and the e2e round trip): each
 user resets or scopes what it creates (seed_env resets the account, interruption buses
 are per test). A local Kubernetes API server, the memory store behind KubeHTTPServer on
-the wall clock (the production process tests and the e2e round trip)."""
+the wall clock (the production process tests and the e2e round trip).
+
+Tiers of real parts: a test that uses ``control_plane`` (a real kube-apiserver, see
+``joiner.testing.envtest``) belongs to the ``envtest`` tier; one that uses
+``karpenter_oracle`` (upstream's scheduler) to the ``oracle`` tier. Where a tier's part
+cannot be found, its tests are skipped and the run ends with one line saying why and
+which variable to set. ``JOINER_REQUIRED_TIERS=envtest,oracle`` (set by ``.ci/run``) turns
+a skipped or empty tier into a failed run."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from joiner.clock import RealClock
 from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
+from joiner.testing.assets import (
+    CONTROL_PLANE,
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    AssetsUnavailable,
+    find_envtest,
+    find_oracle,
+)
+from joiner.testing.envtest import ControlPlane
 from moto.server import ThreadedMotoServer
+
+# tier -> the fixture whose use puts a test in it
+TIERS = {"envtest": "control_plane", "oracle": "karpenter_oracle"}
+REQUIRED_TIERS_ENV = "JOINER_REQUIRED_TIERS"
+_unavailable: dict[str, str] = {}  # tier -> why its part is missing
+_outcomes: dict[str, dict[str, int]] = {tier: {} for tier in TIERS}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"{tier}: uses a real part ({TIERS[tier]})")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for tier, fixture in TIERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(tier)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        for tier in TIERS:
+            if tier in report.keywords:
+                counts = _outcomes[tier]
+                counts[report.outcome] = counts.get(report.outcome, 0) + 1
+
+
+def _required_tiers() -> set[str]:
+    return {t.strip() for t in os.environ.get(REQUIRED_TIERS_ENV, "").split(",") if t.strip()}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for tier in _required_tiers() & set(TIERS):
+        counts = _outcomes[tier]
+        if counts.get("skipped") or not counts.get("passed"):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    write = terminalreporter.write_line  # type: ignore[attr-defined]
+    required = _required_tiers()
+    for tier in TIERS:
+        counts = _outcomes[tier]
+        if tier in _unavailable:
+            write(f"{tier} tier not run: {_unavailable[tier]}")
+        if tier in required and (counts.get("skipped") or not counts.get("passed")):
+            write(
+                f"{tier} tier is required ({REQUIRED_TIERS_ENV}) but ran "
+                f"{counts.get('passed', 0)} tests and skipped {counts.get('skipped', 0)}"
+            )
+
+
+def _tier_part(tier: str, find: Callable[[], Path]) -> Path:
+    """The part ``find`` locates; when there is none, the tier's tests are skipped (or fail,
+    when the tier is required) with the one-line reason."""
+    try:
+        return find()
+    except AssetsUnavailable as error:
+        _unavailable[tier] = str(error)
+        if tier in _required_tiers():
+            pytest.fail(str(error), pytrace=False)
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver, RBAC on, for the whole session; tests isolate by namespace
+    (``namespace``) or by object names. ``controller_manager`` and ``kube_scheduler``
+    add those components to it."""
+    assets = _tier_part("envtest", find_envtest)
+    # etcd writes on every change: tmpfs keeps the tier quick where there is one
+    scratch = Path(tempfile.mkdtemp(prefix="joiner-envtest-", dir=_tmpfs()))
+    plane = ControlPlane(assets, scratch).start()
+    yield plane
+    plane.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tmpfs() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+@pytest.fixture(scope="session")
+def controller_manager(control_plane: ControlPlane) -> ControlPlane:
+    _tier_part("envtest", lambda: find_envtest((*CONTROL_PLANE, KUBE_CONTROLLER_MANAGER)))
+    control_plane.start_controller_manager()
+    return control_plane
+
+
+@pytest.fixture(scope="session")
+def kube_scheduler(control_plane: ControlPlane) -> ControlPlane:
+    _tier_part("envtest", lambda: find_envtest((*CONTROL_PLANE, KUBE_SCHEDULER)))
+    control_plane.start_scheduler()
+    return control_plane
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace of the real server for one test, deleted after it."""
+    name = _namespace_name(request.node.name)
+    kube = control_plane.admin_kube()
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    kube.delete("Namespace", name)
+    kube.close()
+
+
+def _namespace_name(test_name: str) -> str:
+    digest = hashlib.sha1(test_name.encode()).hexdigest()[:8]
+    stem = "".join(c if c.isalnum() else "-" for c in test_name.lower()).strip("-")[:40]
+    return f"{stem.rstrip('-')}-{digest}"
+
+
+@pytest.fixture(scope="session")
+def karpenter_oracle() -> Path:
+    """The executable of upstream Karpenter's scheduler (``joiner.testing.assets``)."""
+    return _tier_part("oracle", find_oracle)
 
 
 @pytest.fixture(scope="session")

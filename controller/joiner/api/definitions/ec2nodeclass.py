@@ -64,12 +64,12 @@ def _at_least_one(fields: tuple[str, ...], what: str) -> Rule:
     )
 
 
-def _exclusive(field: str, what: str) -> Rule:
+def _exclusive(field: str, others: tuple[str, ...], what: str) -> Rule:
     return Rule(
         f"'{field}' is mutually exclusive, cannot be set with other fields in "
         f"{'an' if what[0] in 'AEIOU' else 'a'} {what}",
-        lambda term: field not in term or len(term) == 1,
-        cel=f"!has(self.{field}) || size(self) == 1",
+        lambda term: field not in term or not any(other in term for other in others),
+        cel=f"!has(self.{field}) || !({' || '.join(f'has(self.{o})' for o in others)})",
     )
 
 
@@ -82,7 +82,7 @@ def subnet_term() -> Schema:
         },
         rules=(
             _at_least_one(("tags", "id"), "subnet selector term"),
-            _exclusive("id", "subnet selector term"),
+            _exclusive("id", ("tags",), "subnet selector term"),
         ),
     )
 
@@ -97,12 +97,19 @@ def security_group_term() -> Schema:
         },
         rules=(
             _at_least_one(("tags", "id", "name"), "security group selector term"),
-            _exclusive("id", "security group selector term"),
+            _exclusive("id", ("tags", "name"), "security group selector term"),
         ),
     )
 
 
 _ALIAS_FAMILY_PATTERN = "^(" + "|".join(sorted(ec2.AMI_ALIAS_FAMILIES)) + ")@"
+
+
+_AMI_TERM_FIELDS = ("alias", "tags", "id", "name", "owner", "ssmParameter")
+
+
+def _others(field: str) -> tuple[str, ...]:
+    return tuple(f for f in _AMI_TERM_FIELDS if f != field)
 
 
 def ami_term() -> Schema:
@@ -139,8 +146,8 @@ def ami_term() -> Schema:
         },
         rules=(
             _at_least_one(("alias", "tags", "id", "name", "ssmParameter"), what),
-            _exclusive("alias", what),
-            _exclusive("id", what),
+            _exclusive("alias", _others("alias"), what),
+            _exclusive("id", _others("id"), what),
         ),
     )
 
