@@ -9,7 +9,11 @@ controller-runtime's envtest).
     token = plane.service_account_token("joiner", "joiner")   # RBAC as that account
     plane.stop()
 
-RBAC is on. Every process listens on free ports of 127.0.0.1 and dies with the process
+RBAC is on. With ``audit=True`` the apiserver also writes an audit log, one JSON event per
+finished request (who, verb, resource, response code), read back with ``audit_events()``:
+the tests prove with it what a service account did and that RBAC refused it nothing.
+
+Every process listens on free ports of 127.0.0.1 and dies with the process
 that started it (PR_SET_PDEATHSIG), so a killed test run leaves nothing behind.
 Credentials: a CA and serving certificate made here, an admin client certificate in
 ``system:masters``, and a key pair that signs service-account tokens.
@@ -51,6 +55,14 @@ SERVICE_CIDR = "10.0.0.0/24"
 DISABLED_ADMISSION = ("ServiceAccount",)
 # Written by the OpenShift build's controller manager into every namespace; not upstream's.
 CONTROLLERS = "*,-service-ca-certificate-publisher-controller"
+# Every request once it is answered, without bodies: who did what to which resource, and
+# the response code. (RequestReceived would log each request a second time, unanswered.)
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata"}],
+}
 
 
 # Kinds the tests set a cluster up with, beyond what the controller uses.
@@ -103,6 +115,7 @@ class ControlPlane:
     assets: Path
     workdir: Path
     port: int = 0
+    audit: bool = False  # write the audit log that ``audit_events()`` reads
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _credentials: _Credentials | None = field(default=None, repr=False)
 
@@ -248,6 +261,22 @@ class ControlPlane:
             kube.close()
         return str(answer["status"]["token"])
 
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log so far (``audit.k8s.io/v1`` Events, oldest first). The apiserver
+        writes an event just after it answers: a caller that needs the event of a request
+        it made a moment ago polls."""
+        if not self.audit:
+            raise ControlPlaneError("the audit log is off: start the plane with audit=True")
+        if not self.audit_log.exists():
+            return []
+        lines = self.audit_log.read_text().splitlines()
+        # The last line may be half written while the apiserver is busy.
+        return [json.loads(line) for line in lines if line.endswith("}")]
+
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -298,10 +327,23 @@ class ControlPlane:
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             f"--disable-admission-plugins={','.join(DISABLED_ADMISSION)}",
+            *self._audit_flags(),
         )
         context = ssl.create_default_context(cafile=str(creds.ca_cert))
         context.load_cert_chain(str(creds.admin_cert), str(creds.admin_key))
         self._wait_ready("kube-apiserver", lambda: _http_ok(f"{self.url}/readyz", context=context))
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.json"
+        policy.write_text(json.dumps(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",  # each event is written by the request it records
+        ]
 
     def _write_admin_kubeconfig(self) -> None:
         self.write_kubeconfig(self.admin_kubeconfig)
