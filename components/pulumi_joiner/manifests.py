@@ -7,6 +7,7 @@ same functions serve both; nothing here creates a resource.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,9 +89,15 @@ def check_settings(
             )
     plain = {key: value for key, value in settings.items() if isinstance(value, str)}
     try:
-        Settings.from_env({**plain, "CLUSTER_NAME": "check"}, strict=True)
+        parsed = Settings.from_env({**plain, "CLUSTER_NAME": "check"}, strict=True)
     except SettingsError as error:
         raise ArgumentError(f"{owner}: argument 'settings' is invalid: {error}") from None
+    if ipaddress.ip_address(parsed.bind_address).is_loopback:
+        raise ArgumentError(
+            f"{owner}: argument 'settings.BIND_ADDRESS' is a loopback address: the kubelet's"
+            " probes and Prometheus reach the pod on its own IP (use 0.0.0.0, or :: on an IPv6"
+            " cluster)"
+        )
     return dict(settings)
 
 

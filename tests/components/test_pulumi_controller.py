@@ -130,6 +130,12 @@ def test_deployment_env_is_what_joiner_controller_accepts(program):
     )
 
 
+def test_bind_address_passes_to_the_container_for_ipv6_clusters():
+    config = ControllerConfig(image="i", cluster_name="c", settings={"BIND_ADDRESS": "::"})
+    env = {item["name"]: item["value"] for item in controller_env(config)}
+    assert Settings.from_env(env, strict=True).bind_address == "::"
+
+
 def test_pure_env_with_extra_settings_parses():
     config = ControllerConfig(
         image="i",
@@ -280,6 +286,14 @@ def test_image_is_built_into_a_new_ecr_repository(run):
         (
             {"settings": {"BATCH_IDLE_DURATION": "soon"}},
             "argument 'settings' is invalid: BATCH_IDLE_DURATION: invalid duration",
+        ),
+        (
+            {"settings": {"BIND_ADDRESS": "127.0.0.1"}},
+            "argument 'settings.BIND_ADDRESS' is a loopback address: the kubelet's probes",
+        ),
+        (
+            {"settings": {"BIND_ADDRESS": "::1"}},
+            "argument 'settings.BIND_ADDRESS' is a loopback address",
         ),
         ({"replicas": 0}, "argument 'replicas' must be at least 1"),
         (

@@ -4,6 +4,7 @@ logs. The fake cloud stands in for EC2 here (tests/e2e runs the AWS provider on 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -74,6 +75,7 @@ def settings() -> Settings:
             "CLUSTER_NAME": "test",
             "BATCH_IDLE_DURATION": "100ms",
             "BATCH_MAX_DURATION": "1s",
+            "BIND_ADDRESS": "127.0.0.1",
             "METRICS_PORT": str(free_port()),
             "HEALTH_PROBE_PORT": str(free_port()),
         }
@@ -101,7 +103,6 @@ def start_replica(
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         election,
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, name=f"replica-{identity}", daemon=True)
     thread.start()
@@ -116,7 +117,6 @@ def unreachable_process(cloud: FakeCloudProvider, config: Settings) -> Controlle
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         threading.Event(),
         None,
-        host="127.0.0.1",
     )
 
 
@@ -242,7 +242,6 @@ def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         None,
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, daemon=True)
     thread.start()
@@ -306,12 +305,41 @@ def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {"CLUSTER_NAME": "test", "HEALTH_PROBE_PORT": str(port)}
+        env = {"CLUSTER_NAME": "test", "BIND_ADDRESS": "127.0.0.1", "HEALTH_PROBE_PORT": str(port)}
         env["METRICS_PORT"] = str(free_port())
         with pytest.raises(StartupError) as error:
             unreachable_process(cloud, Settings.from_env(env))
     assert str(error.value) == (
         f"HEALTH_PROBE_PORT: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+@pytest.mark.parametrize("address, url_host", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")])
+def test_endpoints_listen_on_the_bind_address_only(
+    cloud: FakeCloudProvider, address: str, url_host: str
+) -> None:
+    config = dataclasses.replace(settings(), bind_address=address)
+    process = unreachable_process(cloud, config)
+    try:
+        for server in (process.metrics_server, process.health_server):
+            assert server.server_address[0] == address
+            server.start()
+        health = httpx.get(f"http://{url_host}:{process.health_server.port}/healthz")
+        assert (health.status_code, health.text) == (200, "ok\n")
+        metrics = httpx.get(f"http://{url_host}:{process.metrics_server.port}/metrics")
+        assert metrics.status_code == 200
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+def test_an_address_of_no_interface_blames_bind_address(cloud: FakeCloudProvider) -> None:
+    config = dataclasses.replace(settings(), bind_address="192.0.2.1")  # TEST-NET-1
+    with pytest.raises(StartupError) as error:
+        unreachable_process(cloud, config)
+    assert str(error.value) == (
+        f"BIND_ADDRESS: cannot listen on 192.0.2.1:{config.metrics_port}: "
+        "Cannot assign requested address"
     )
 
 

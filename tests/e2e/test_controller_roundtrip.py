@@ -91,6 +91,7 @@ def _start_controller(
             "AWS_REGION": REGION,
             "BATCH_IDLE_DURATION": "200ms",
             "BATCH_MAX_DURATION": "2s",
+            "BIND_ADDRESS": "127.0.0.1",
             "METRICS_PORT": str(_free_port()),
             "HEALTH_PROBE_PORT": str(_free_port()),
             **env,
@@ -103,7 +104,6 @@ def _start_controller(
         aws_cloud_factory(settings, endpoint_url=aws_url),
         stop,
         LeaderElection(namespace="kube-system", identity="e2e-replica"),
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, daemon=True)
     return process, stop, thread
@@ -237,6 +237,7 @@ def test_joiner_controller_command_leads_and_releases_the_lease_on_sigterm(
         "CLUSTER_NAME": CLUSTER,
         "AWS_REGION": REGION,
         "AWS_ENDPOINT_URL": aws_account,
+        "BIND_ADDRESS": "127.0.0.1",
         "METRICS_PORT": str(_free_port()),
         "HEALTH_PROBE_PORT": str(health_port),
         "LEADER_ELECTION_NAMESPACE": "kube-system",
