@@ -5,8 +5,8 @@ works with kubectl, and the audit log records who was refused what."""
 from __future__ import annotations
 
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
