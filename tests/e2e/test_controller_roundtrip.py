@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_moto_seed import CLUSTER, K8S_VERSION, REGION, nodeclass_dict, seed_env
+from aws_moto_seed import CLUSTER, REGION, nodeclass_dict
 from joiner.api import labels as wk
 from joiner.api.conditions import TRUE, is_true, set_condition
 from joiner.commands.controller import aws_cloud_factory
@@ -61,24 +61,6 @@ def _wait(condition: Callable[[], Any], what: str) -> Any:
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def aws_account(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> str:
-    """A seeded account with the EKS cluster the controller describes at startup."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    env = seed_env(moto_url)
-    eks = boto3.client("eks", region_name=REGION, endpoint_url=moto_url)
-    eks.create_cluster(
-        name=CLUSTER,
-        version=K8S_VERSION,
-        roleArn="arn:aws:iam::123456789012:role/cluster",
-        resourcesVpcConfig={"subnetIds": sorted(env.subnets.values())},
-    )
-    return moto_url
 
 
 def _start_controller(

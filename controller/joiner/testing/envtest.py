@@ -33,6 +33,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,10 @@ from joiner.kube.resources import Registry, ResourceKind, default_registry
 from joiner.testing.assets import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 
 READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
+# Seconds a process gets to exit on SIGTERM before SIGKILL. A plane keeps nothing worth a
+# graceful shutdown, and kube-apiserver waits for every open watch to end, which a client
+# thread blocked reading one (a stopped watch feed of the tests) never does.
+STOP_TIMEOUT = 2.0
 SERVICE_CIDR = "10.0.0.0/24"
 # Admission as on a cluster, minus ServiceAccount: the tests create pods without the
 # service-account token controller, and that plugin would refuse them.
@@ -277,6 +281,23 @@ class ControlPlane:
         # The last line may be half written while the apiserver is busy.
         return [json.loads(line) for line in lines if line.endswith("}")]
 
+    def install_crds(self, crds: Iterable[dict[str, Any]]) -> None:
+        """Create the CustomResourceDefinitions that do not exist yet and wait until the
+        server serves each of them (condition Established)."""
+        kube = self.admin_kube()
+        try:
+            names = []
+            for crd in crds:
+                _ensure(kube, crd)
+                names.append(crd["metadata"]["name"])
+            deadline = time.monotonic() + READY_TIMEOUT
+            while not all(_established(kube, name) for name in names):
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"CRDs not established: {', '.join(names)}")
+                time.sleep(0.05)
+        finally:
+            kube.close()
+
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -379,6 +400,12 @@ class ControlPlane:
 def _ensure(kube: HttpKube, obj: dict[str, Any]) -> None:
     with contextlib.suppress(AlreadyExists):
         kube.create(obj)
+
+
+def _established(kube: HttpKube, name: str) -> bool:
+    crd = kube.get("CustomResourceDefinition", name)
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 def _free_port() -> int:
