@@ -245,8 +245,8 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
     cluster, admin = real_cluster, real_cluster.admin
     token = grant_rendered_rbac(cluster.plane)
     controller = ControllerCommand(cluster.plane, cluster.aws_url, token, tmp_path)
-    kubelets = EmulatedKubelets(cluster.plane.admin_kube(), cluster.instance_running, REGION)
-    kubelets.start()
+    kubelet_kube = cluster.plane.admin_kube()
+    kubelets = EmulatedKubelets(kubelet_kube, cluster.instance_running, REGION).start()
     try:
         admin.create(nodeclass_dict())
         admin.create(_node_pool())
@@ -314,6 +314,7 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
         ]
     finally:
         kubelets.stop()
+        kubelet_kube.close()
         exit_code = controller.stop()
     assert exit_code == 0, controller.tail()
     assert_least_privilege(_requests_of(cluster.plane, ACCOUNT))

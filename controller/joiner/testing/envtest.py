@@ -59,6 +59,15 @@ SERVICE_CIDR = "10.0.0.0/24"
 DISABLED_ADMISSION = ("ServiceAccount",)
 # Written by the OpenShift build's controller manager into every namespace; not upstream's.
 CONTROLLERS = "*,-service-ca-certificate-publisher-controller"
+# Server-side apply as `pulumi up` does it (the Kubernetes provider applies server-side),
+# nothing stored, an unknown or duplicate field an error; force: the dry run takes fields
+# another manager owns instead of reporting a conflict.
+DRY_RUN_APPLY = {
+    "dryRun": "All",
+    "fieldValidation": "Strict",
+    "fieldManager": "joiner-dry-run",
+    "force": "true",
+}
 # Every request once it is answered, without bodies: who did what to which resource, and
 # the response code. (RequestReceived would log each request a second time, unanswered.)
 AUDIT_POLICY = {
@@ -295,6 +304,28 @@ class ControlPlane:
                 if time.monotonic() > deadline:
                     raise ControlPlaneError(f"CRDs not established: {', '.join(names)}")
                 time.sleep(0.05)
+        finally:
+            kube.close()
+
+    def dry_run(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` applied server-side as a dry run (created or updated, nothing stored),
+        every field checked (``fieldValidation=Strict``): what the server would store, or
+        the ApiError that names the field it refuses. ``obj``'s kind must be one the
+        admin's registry knows (``setup_registry``)."""
+        kube = self.admin_kube()
+        try:
+            kind = kube.registry.lookup(obj["kind"], obj["apiVersion"])
+            metadata = obj["metadata"]
+            path = kind.object_path(metadata["name"], metadata.get("namespace"))
+            return dict(
+                kube._request(  # server-side apply with dry run: the port has no such call
+                    "PATCH",
+                    path,
+                    params=DRY_RUN_APPLY,
+                    body=obj,
+                    content_type="application/apply-patch+yaml",
+                )
+            )
         finally:
             kube.close()
 

@@ -69,8 +69,9 @@ def test_a_launched_instance_registers_a_ready_node_that_runs_its_pods(
     running, gone = f"{namespace}-a", f"{namespace}-b"  # cluster-scoped: unique names
     _launched_claim(admin, gone, "aws:///us-east-1a/i-gone")
     _launched_claim(admin, running, "aws:///us-east-1a/i-running")
+    kubelet_kube = control_plane.admin_kube()
     kubelets = EmulatedKubelets(
-        control_plane.admin_kube(), lambda provider_id: provider_id.endswith("i-running"), REGION
+        kubelet_kube, lambda provider_id: provider_id.endswith("i-running"), REGION
     ).start()
     try:
         node = _wait(lambda: _ready_node(admin, running), "a Ready Node")
@@ -97,7 +98,7 @@ def test_a_launched_instance_registers_a_ready_node_that_runs_its_pods(
         _wait(lambda: _get(admin, "Pod", "app", namespace) is None, "the pod to go")
     finally:
         kubelets.stop()
-        kubelets.kubelet.kube.close()
+        kubelet_kube.close()
         for name in (running, gone):
             admin.delete("NodeClaim", name)
         with contextlib.suppress(NotFound):
