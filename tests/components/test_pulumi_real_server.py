@@ -108,22 +108,20 @@ def test_every_rendered_object_is_accepted_by_the_real_server(
     assert "uid" in deployment["metadata"]  # the server's own answer, not the input echoed
 
 
-def _deployment(namespace: str) -> dict[str, Any]:
-    return next(obj for obj in rendered(namespace) if obj["kind"] == "Deployment")
-
-
 @pytest.mark.parametrize(
     ("kind", "break_it", "field"),
     [
-        (
+        pytest.param(
             "Deployment",
             lambda obj: obj["spec"]["template"]["spec"]["containers"][0].update(imagePull="x"),
             '.spec.template.spec.containers[name="controller"].imagePull: field not declared',
+            id="Deployment",
         ),
-        (
+        pytest.param(
             "NodePool",
             lambda obj: obj["spec"].update(consolidation={"enabled": True}),
             ".spec.consolidation: field not declared in schema",
+            id="NodePool",
         ),
     ],
 )
