@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -43,14 +42,9 @@ from joiner.testing import (
     pod,
     requirement,
 )
+from joiner.testing.envtest import free_port
 
 WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait(condition: Callable[[], Any], what: str) -> Any:
@@ -74,8 +68,8 @@ def _start_controller(
             "BATCH_IDLE_DURATION": "200ms",
             "BATCH_MAX_DURATION": "2s",
             "BIND_ADDRESS": "127.0.0.1",
-            "METRICS_PORT": str(_free_port()),
-            "HEALTH_PROBE_PORT": str(_free_port()),
+            "METRICS_PORT": str(free_port()),
+            "HEALTH_PROBE_PORT": str(free_port()),
             **env,
         }
     )
@@ -213,14 +207,14 @@ def test_joiner_controller_command_leads_and_releases_the_lease_on_sigterm(
         f'clusters: [{{name: local, cluster: {{server: "{apiserver.url}"}}}}]\n'
         "users: [{name: local, user: {token: local}}]\n"
     )
-    health_port = _free_port()
+    health_port = free_port()
     env = {
         **os.environ,
         "CLUSTER_NAME": CLUSTER,
         "AWS_REGION": REGION,
         "AWS_ENDPOINT_URL": aws_account,
         "BIND_ADDRESS": "127.0.0.1",
-        "METRICS_PORT": str(_free_port()),
+        "METRICS_PORT": str(free_port()),
         "HEALTH_PROBE_PORT": str(health_port),
         "LEADER_ELECTION_NAMESPACE": "kube-system",
         "HOSTNAME": "joiner-0",

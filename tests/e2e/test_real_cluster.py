@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from joiner.api.crds import render_crds
 from joiner.kube.api import NotFound
 from joiner.kube.http import HttpKube
 from joiner.testing import capacity_types, deployment, nodepool, requirement
-from joiner.testing.envtest import ControlPlane
+from joiner.testing.envtest import ControlPlane, free_port
 from joiner.testing.kubelets import EmulatedKubelets
 from pulumi_joiner import manifests
 
@@ -121,14 +121,15 @@ class ControllerCommand:
     def __init__(self, plane: ControlPlane, aws_url: str, token: str, workdir: Path) -> None:
         kubeconfig = plane.write_kubeconfig(workdir / "controller.kubeconfig", token=token)
         deployed = {item["name"]: item["value"] for item in manifests.controller_env(CONFIG)}
+        self.metrics_port, self.health_port = free_port(), free_port()
         env = {
             **os.environ,
             **deployed,
             "AWS_ENDPOINT_URL": aws_url,
             "ISOLATED_VPC": "true",  # moto has no pricing API: the built-in prices
             "BIND_ADDRESS": "127.0.0.1",
-            "METRICS_PORT": str(_free_port()),
-            "HEALTH_PROBE_PORT": str(_free_port()),
+            "METRICS_PORT": str(self.metrics_port),
+            "HEALTH_PROBE_PORT": str(self.health_port),
             "BATCH_IDLE_DURATION": "200ms",
             "BATCH_MAX_DURATION": "2s",
             "HOSTNAME": "joiner-0",
@@ -142,6 +143,10 @@ class ControllerCommand:
                 stderr=subprocess.STDOUT,
             )
 
+    def get(self, port: int, path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+
     def stop(self) -> int:
         """SIGTERM, as Kubernetes stops a pod; the exit code."""
         self.process.send_signal(signal.SIGTERM)
@@ -153,12 +158,6 @@ class ControllerCommand:
         return "\n".join(line[:width] for line in log[-lines:])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait(condition: Callable[[], Any], what: str, controller: ControllerCommand) -> Any:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
@@ -166,7 +165,9 @@ def _wait(condition: Callable[[], Any], what: str, controller: ControllerCommand
         if value:
             return value
         if controller.process.poll() is not None:
-            raise AssertionError(f"joiner controller exited while waiting for {what}")
+            raise AssertionError(
+                f"joiner controller exited waiting for {what}:\n{controller.tail()}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}; controller log:\n{controller.tail()}")
 
@@ -263,6 +264,10 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
         node = admin.get("Node", first_node)
         assert node["metadata"]["labels"][wk.NODE_INITIALIZED] == "true"
         assert wk.TERMINATION_FINALIZER in node["metadata"]["finalizers"]
+        # Ready: the role let it list every kind it watches; the endpoints on 127.0.0.1
+        assert controller.get(controller.health_port, "/readyz") == (200, "ok\n")
+        _, metrics = controller.get(controller.metrics_port, "/metrics")
+        assert "karpenter_cluster_state_synced 1.0" in metrics.splitlines()
 
         # A NodeClaim deleted with pods on it: drained through the Eviction API.
         admin.delete("NodeClaim", first_name)

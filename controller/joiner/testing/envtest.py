@@ -342,7 +342,7 @@ class ControlPlane:
         return self._credentials
 
     def _start_etcd(self) -> str:
-        client, peer = _free_port(), _free_port()
+        client, peer = free_port(), free_port()
         data = self.workdir / "etcd"
         self._spawn(
             "etcd",
@@ -361,7 +361,7 @@ class ControlPlane:
 
     def _start_apiserver(self, etcd_url: str) -> None:
         creds = self._creds
-        self.port = self.port or _free_port()
+        self.port = self.port or free_port()
         self._spawn(
             "kube-apiserver",
             f"--etcd-servers={etcd_url}",
@@ -439,7 +439,8 @@ def _established(kube: HttpKube, name: str) -> bool:
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
