@@ -15,7 +15,7 @@ import pytest
 from joiner.api.crds import render_crds
 from joiner.kube.api import ApiError
 from joiner.testing.envtest import ControlPlane
-from pulumi_harness import OIDC_ISSUER, OIDC_PROVIDER_ARN, run_program
+from pulumi_harness import OIDC_ISSUER, OIDC_PROVIDER_ARN, as_json, run_program
 from pulumi_joiner import Autoscaler
 
 NOT_DRY_RUN = {"ServiceMonitor": "the Prometheus Operator's CRD is not available offline"}
@@ -51,20 +51,7 @@ def rendered(namespace: str) -> list[dict[str, Any]]:
             and None
         )
     )
-    return [as_sent(r.inputs) for r in program.resources if r.type.startswith("kubernetes:")]
-
-
-def as_sent(value: Any) -> Any:
-    """A recorded input as the Kubernetes provider puts it on the wire: the engine carries
-    every number as a double (the harness records 32768.0), and the provider, in Go, writes
-    a whole double without a fraction (32768), which an integer field takes."""
-    if isinstance(value, dict):
-        return {key: as_sent(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [as_sent(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return [as_json(r.inputs) for r in program.resources if r.type.startswith("kubernetes:")]
 
 
 def _names(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:

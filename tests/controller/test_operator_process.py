@@ -11,8 +11,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import httpx
 import pytest
@@ -24,7 +24,7 @@ from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
-from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, requirement
+from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, polling, requirement
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
 
@@ -35,14 +35,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = partial(polling.wait_for, timeout=WAIT)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import boto3
@@ -43,18 +43,12 @@ from joiner.testing import (
     requirement,
 )
 from joiner.testing.envtest import free_port
+from joiner.testing.polling import wait_for
 
 WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
 
 
-def _wait(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+_wait = partial(wait_for, timeout=WAIT)
 
 
 def _start_controller(

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from joiner.kube.http import HttpKube
 from joiner.testing import capacity_types, deployment, nodepool, requirement
 from joiner.testing.envtest import ControlPlane, free_port
 from joiner.testing.kubelets import EmulatedKubelets
+from joiner.testing.polling import wait_for
 from pulumi_joiner import manifests
 
 WAIT = 60.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
@@ -159,17 +159,16 @@ class ControllerCommand:
 
 
 def _wait(condition: Callable[[], Any], what: str, controller: ControllerCommand) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if controller.process.poll() is not None:
-            raise AssertionError(
-                f"joiner controller exited waiting for {what}:\n{controller.tail()}"
-            )
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; controller log:\n{controller.tail()}")
+    """``wait_for``, failing at once if the controller exits, with the end of its log."""
+
+    def while_it_runs() -> Any:
+        assert controller.process.poll() is None, "joiner controller exited"
+        return condition()
+
+    try:
+        return wait_for(while_it_runs, what, WAIT, interval=0.1)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure} ({what}); controller log:\n{controller.tail()}") from None
 
 
 # --- what the cluster looks like -----------------------------------------------------------------

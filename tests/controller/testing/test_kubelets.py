@@ -5,8 +5,8 @@ nothing; a pod bound to the Node runs, and a deleted one finishes deleting."""
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,19 +18,13 @@ from joiner.kube.api import NotFound
 from joiner.kube.http import HttpKube
 from joiner.testing.envtest import ControlPlane
 from joiner.testing.kubelets import NODE_LEASE_NAMESPACE, EmulatedKubelets
+from joiner.testing.polling import wait_for
 
 WAIT = 20.0
 REGION = "us-east-1"
 
 
-def _wait(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+_wait = partial(wait_for, timeout=WAIT)
 
 
 def _get(kube: HttpKube, kind: str, name: str, namespace: str | None = None) -> Any:
