@@ -4,10 +4,11 @@ server mode for AWS, and the simulator's kubelet over the http adapter for the n
 
 The controller authenticates with a ServiceAccount token bound to exactly the
 ClusterRole and Role ``pulumi_joiner`` renders, and runs with the environment the
-rendered Deployment gives it (ports and the AWS endpoint aside). The apiserver's audit
-log then proves the role least-privilege: the controller was refused nothing, and every
-permission the roles grant was used in the run or is listed with the reason it is
-needed. Dropping a rule from the role fails the run.
+rendered Deployment gives it, but for what a test machine needs: free ports on
+127.0.0.1, moto's endpoint and built-in prices, a short batch window. The apiserver's
+audit log then proves the role least-privilege: the controller was refused nothing, and
+every permission the roles grant was used in the run or is listed with the code path
+that needs it. The role without what issue #16's lacked fails that check.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from joiner.testing.kubelets import EmulatedKubelets
 from joiner.testing.polling import wait_for
 from pulumi_joiner import manifests
 
-WAIT = 60.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
+WAIT = 90.0  # the empty node waits ~45 s (nomination, disruption pass, validation)
 JOINER = str(Path(sys.executable).with_name("joiner"))
 CONFIG = manifests.ControllerConfig(image="unused", cluster_name=CLUSTER, region=REGION)
 ACCOUNT = f"system:serviceaccount:{CONFIG.namespace}:{CONFIG.service_account}"
