@@ -66,6 +66,8 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # says it did not act (429, 503), so a create is never sent twice after a 500.
 _RETRYABLE_READ = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_WRITE = frozenset({429, 503})
+# The Kubernetes verb of each method, for error messages (a GET of a collection: "list").
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 
 
@@ -411,18 +413,20 @@ class HttpKube:
 
     def _request(
         self,
-        verb: str,
         method: str,
         path: str,
         *,
+        verb: str | None = None,
         params: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
         retry_statuses: frozenset[int] | None = None,
         check: Callable[[dict[str, Any]], str | None] = lambda body: None,
     ) -> dict[str, Any]:
-        """One call of ``verb`` on ``path``, retried as the method allows until its
-        deadline; ``check`` says what is wrong with a success body, if anything."""
+        """One call on ``path``, retried as the method allows until its deadline;
+        ``verb`` names it in errors (default: the method's); ``check`` says what is wrong
+        with a success body, if anything."""
+        verb = verb or _VERBS[method]
         if retry_statuses is None:
             retry_statuses = _RETRYABLE_READ if method == "GET" else _RETRYABLE_WRITE
         content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
@@ -460,7 +464,7 @@ class HttpKube:
         self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None
     ) -> dict[str, Any]:
         rk = self.registry.lookup(kind, api_version)
-        return self._request("get", "GET", rk.object_path(name, self._namespace(rk, namespace)))
+        return self._request("GET", rk.object_path(name, self._namespace(rk, namespace)))
 
     def list(
         self,
@@ -474,7 +478,7 @@ class HttpKube:
         rk = self.registry.lookup(kind, api_version)
         params = _selector_params(label_selector, field_selector)
         body = self._request(
-            "list", "GET", rk.collection_path(namespace), params=params, check=_list_problem
+            "GET", rk.collection_path(namespace), verb="list", params=params, check=_list_problem
         )
         items = body.get("items") or []
         for item in items:  # list items carry neither kind nor apiVersion on the wire
@@ -526,21 +530,21 @@ class HttpKube:
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         namespace = (metadata.get("namespace") or "default") if rk.namespaced else None
-        return self._request("create", "POST", rk.collection_path(namespace), body=obj)
+        return self._request("POST", rk.collection_path(namespace), body=obj)
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         path = rk.object_path(
             self._name(rk, metadata), self._namespace(rk, metadata.get("namespace"))
         )
-        return self._request("update", "PUT", path, body=obj)
+        return self._request("PUT", path, body=obj)
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         path = rk.object_path(
             self._name(rk, metadata), self._namespace(rk, metadata.get("namespace"))
         )
-        return self._request("update", "PUT", f"{path}/status", body=obj)
+        return self._request("PUT", f"{path}/status", body=obj)
 
     def patch(
         self,
@@ -560,7 +564,7 @@ class HttpKube:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise UnsupportedMediaType(f"unknown patch type {patch_type!r}")
-        return self._request("patch", "PATCH", path, body=patch, content_type=content_type)
+        return self._request("PATCH", path, body=patch, content_type=content_type)
 
     def delete(
         self,
@@ -584,7 +588,7 @@ class HttpKube:
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
         path = rk.object_path(name, self._namespace(rk, namespace))
-        return self._request("delete", "DELETE", path, body=options)
+        return self._request("DELETE", path, body=options)
 
     def evict(self, pod_name: str, namespace: str) -> None:
         rk = self.registry.lookup("Pod", "v1")
@@ -595,7 +599,6 @@ class HttpKube:
         }
         # A 429 here is the PodDisruptionBudget's answer, not overload: never retried.
         self._request(
-            "create",
             "POST",
             f"{rk.object_path(pod_name, namespace)}/eviction",
             body=eviction,
@@ -610,9 +613,7 @@ class HttpKube:
             "metadata": {"name": pod_name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        self._request(
-            "create", "POST", f"{rk.object_path(pod_name, namespace)}/binding", body=binding
-        )
+        self._request("POST", f"{rk.object_path(pod_name, namespace)}/binding", body=binding)
 
     # ------------------------------------------------------------- helpers
 
