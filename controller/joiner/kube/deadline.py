@@ -115,11 +115,10 @@ class DeadlineTransport(httpx.HTTPTransport):
 
     def __init__(self, ssl_context: ssl.SSLContext) -> None:
         super().__init__(verify=ssl_context)
-        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
         self._pool = httpcore.ConnectionPool(
             ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
+            max_connections=100,  # httpx's default limits
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
             network_backend=_DeadlineBackend(),
         )
