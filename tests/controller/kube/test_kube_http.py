@@ -13,9 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from joiner.kube.api import ObjectList, ServiceUnavailable, TooManyRequests, WatchEvent
+from joiner.kube.api import (
+    ObjectList,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unreachable,
+    WatchEvent,
+)
 from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy, TokenBucket
 from joiner.kube.reflector import list_and_watch
 from joiner.kube.server import KubeHTTPServer
@@ -276,6 +281,6 @@ def test_https_with_cluster_ca(tls_server):
     assert len(insecure.list("Namespace")) == 4
     insecure.close()
     untrusted = HttpKube(ClusterConfig(server=url), retry=RetryPolicy(max_retries=0))
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(Unreachable, match=r"^list /api/v1/namespaces: ConnectError: .*CERTIFICATE"):
         untrusted.list("Namespace")
     untrusted.close()
