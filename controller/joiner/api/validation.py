@@ -102,10 +102,10 @@ def validate_value(schema: Schema, value: Any, path: str = "") -> list[FieldErro
     reported below its node) is skipped; on well-formed data it must not fail."""
     nodes = list(walk(schema, value, path))
     errors = [error for node, val, at in nodes for error in _local_errors(node, val, at)]
-    failed = [error.path for error in errors]
+    malformed = _malformed_paths([error.path for error in errors])
     for node, val, at in nodes:
         if node.rules:
-            errors.extend(_rule_errors(node, val, at, is_malformed(failed, at)))
+            errors.extend(_rule_errors(node, val, at, at in malformed))
     return errors
 
 
@@ -120,7 +120,18 @@ def schema_errors(schema: Schema, value: Any, path: str = "") -> list[FieldError
 
 def is_malformed(error_paths: list[str], path: str) -> bool:
     """True when one of ``error_paths`` is at or below ``path``."""
-    return any(_within(p, path) for p in error_paths)
+    return path in _malformed_paths(error_paths)
+
+
+def _malformed_paths(error_paths: list[str]) -> set[str]:
+    """Every path at or above one of ``error_paths``: ``a.b[0]`` gives ``a.b[0]``, ``a.b``,
+    ``a`` and the root ``""``. A set, so that asking for each node of an object with
+    many errors stays linear (asking each node about each error was quadratic)."""
+    paths = {""} if error_paths else set()
+    for error_path in error_paths:
+        paths.add(error_path)
+        paths.update(error_path[:i] for i, char in enumerate(error_path) if char in ".[" and i)
+    return paths
 
 
 # -- the interpreter ------------------------------------------------------------------------
@@ -305,12 +316,6 @@ def _join(path: str, suffix: str) -> str:
     if suffix and suffix[0] not in ".[":
         suffix = "." + suffix
     return path + suffix
-
-
-def _within(error_path: str, node_path: str) -> bool:
-    if not node_path:
-        return True
-    return error_path == node_path or error_path.startswith((node_path + ".", node_path + "["))
 
 
 def _type_name(value: Any) -> str:
