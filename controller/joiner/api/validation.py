@@ -41,7 +41,7 @@ def kind_of(obj: Any) -> tuple[Kind | None, list[FieldError]]:
     if not isinstance(obj, dict):
         return None, [FieldError("", f"expected an object (a mapping), got {_type_name(obj)}")]
     errors = [
-        FieldError(field, "is required")
+        FieldError(field, _identity_problem(obj.get(field)))
         for field in ("apiVersion", "kind")
         if not isinstance(obj.get(field), str) or not obj.get(field)
     ]
@@ -55,6 +55,13 @@ def kind_of(obj: Any) -> tuple[Kind | None, list[FieldError]]:
         message = f"{kind.kind} is served as {kind.api_version}, got {obj['apiVersion']!r}"
         return None, [FieldError("apiVersion", message)]
     return kind, []
+
+
+def _identity_problem(value: Any) -> str:
+    """Why an apiVersion or kind that is not a non-empty string names nothing."""
+    if value is None or value == "":
+        return "is required"
+    return f"must be a string, got {_describe_value(value, quote_hint=False)}"
 
 
 def is_joiner_api_version(api_version: Any) -> bool:
