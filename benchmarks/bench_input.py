@@ -17,7 +17,6 @@ Times are CPU seconds of this process.
 
 from __future__ import annotations
 
-import io
 import resource
 import sys
 import time
@@ -27,28 +26,13 @@ from pathlib import Path
 import yaml
 from joiner import testing, yamlio
 from joiner.api.validation import validate_object
-from joiner.testing.hostile import anchor_bomb, nested_lists
+from joiner.testing.hostile import EndlessZeros, anchor_bomb, nested_lists
 
 from benchmarks import quick_mode
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "tests" / "controller" / "api" / "manifests"
 LOAD_OVERHEAD_TARGET = 1.25
 ERROR_RATIO_TARGET = 8.0
-
-
-class _Endless(io.RawIOBase):
-    """/dev/zero that counts what was read from it."""
-
-    def __init__(self) -> None:
-        self.taken = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        buffer[: len(buffer)] = bytes(len(buffer))
-        self.taken += len(buffer)
-        return len(buffer)
 
 
 def _stream(size: int) -> str:
@@ -106,7 +90,7 @@ def refuse(quick: bool) -> bool:
         before = _peak_mib()
         ok &= _refused("4 MiB flow list of zeros", zeros)
         print(f"  peak memory of the process rose by {_peak_mib() - before:.0f} MiB")
-    endless = _Endless()
+    endless = EndlessZeros()
     try:
         yamlio.read_text(endless)
     except yamlio.InputTooLarge:

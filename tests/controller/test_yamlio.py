@@ -3,29 +3,12 @@ are errors that name the line, and reading never goes past the input cap."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 from joiner import yamlio
-from joiner.testing.hostile import anchor_bomb, nested_lists
+from joiner.testing.hostile import EndlessZeros, anchor_bomb, nested_lists
 from joiner.yamlio import MAX_DEPTH, MAX_INPUT_BYTES, MAX_INT_DIGITS, MAX_NODES
-
-
-class EndlessZeros(io.RawIOBase):
-    """A stream that never ends (like /dev/zero) and counts what was taken from it."""
-
-    def __init__(self) -> None:
-        self.taken = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        size = min(len(buffer), 64 * 1024)  # short reads, as a pipe gives
-        buffer[:size] = bytes(size)
-        self.taken += size
-        return size
 
 
 def error_of(text: str) -> str:

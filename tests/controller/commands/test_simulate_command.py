@@ -33,6 +33,11 @@ def scenario(steps: list[dict[str, Any]] | None = None, namespace: str | None = 
     return yaml.safe_dump(document, sort_keys=False)
 
 
+def scaled(replicas: int, *then: dict[str, Any]) -> list[dict[str, Any]]:
+    """Steps: scale the Deployment to ``replicas``, then ``then``."""
+    return [{"scale": {"kind": "Deployment", "name": "app", "replicas": replicas}}, *then]
+
+
 def test_a_scenario_file_runs(tmp_path: Path) -> None:
     """The base of the hostile cases below is itself fine."""
     path = tmp_path / "fine.yaml"
@@ -110,15 +115,7 @@ def test_a_deployment_without_namespace_lands_in_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "no-namespace.yaml"
-    path.write_text(
-        scenario(
-            steps=[
-                {"scale": {"kind": "Deployment", "name": "app", "replicas": 2}},
-                {"settle": "5m"},
-            ],
-            namespace=None,
-        )
-    )
+    path.write_text(scenario(steps=scaled(2, {"settle": "5m"}), namespace=None))
     assert main(["simulate", str(path), "--output", "json"]) == 0
     final = json.loads(capsys.readouterr().out)["final"]
     assert sorted(pod.split("-")[0] for node in final["nodes"] for pod in node["pods"]) == [
@@ -133,13 +130,7 @@ def test_a_settle_that_reaches_its_bound_fails_and_says_what_was_in_flight(
     # Launching a node takes 40s (launch and ready delays): 10s cannot settle.
     path = tmp_path / "unsettled.yaml"
     path.write_text(
-        scenario(
-            steps=[
-                {"scale": {"kind": "Deployment", "name": "app", "replicas": 3}},
-                {"name": "too short", "settle": "10s"},
-                {"settle": "5m"},
-            ]
-        )
+        scenario(steps=scaled(3, {"name": "too short", "settle": "10s"}, {"settle": "5m"}))
     )
     assert main(["simulate", str(path), "--output", "json"]) == 2
     out, err = capsys.readouterr()
