@@ -113,7 +113,7 @@ def load_all(text: str) -> Iterator[Any]:
         loader.dispose()
 
 
-class _LimitError(yaml.MarkedYAMLError):
+class _Refused(yaml.MarkedYAMLError):
     """Well-formed YAML this reader refuses; the problem is the whole message."""
 
     def __init__(self, problem: str, node_or_mark: Node | yaml.Mark | None) -> None:
@@ -127,7 +127,7 @@ def _input_error(error: yaml.YAMLError) -> YAMLInputError:
     context = getattr(error, "context", None)
     if context and problem.startswith("but "):  # "expected a single document ..., but found"
         problem = f"{context}, {problem}"
-    if not isinstance(error, _LimitError):
+    if not isinstance(error, _Refused):
         problem = f"not valid YAML: {problem}"
     if mark is None:
         return YAMLInputError(problem)
@@ -151,7 +151,7 @@ class _Loader(yaml.SafeLoader):
             node = super().compose_node(parent, index)  # raises for an undefined alias
             size = self._anchor_sizes.get(event.anchor)
             if size is None:
-                raise _LimitError(
+                raise _Refused(
                     f"alias *{event.anchor} refers to a node that contains it", event.start_mark
                 )
             self._count(size, event.start_mark)
@@ -160,7 +160,7 @@ class _Loader(yaml.SafeLoader):
             self._anchor_sizes.pop(event.anchor, None)  # an anchor of an earlier document
         self._depth += 1
         if self._depth > MAX_DEPTH:
-            raise _LimitError(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
         before = self._nodes
         self._count(1, event.start_mark)
         node = super().compose_node(parent, index)
@@ -172,7 +172,7 @@ class _Loader(yaml.SafeLoader):
     def _count(self, nodes: int, mark: yaml.Mark) -> None:
         self._nodes += nodes
         if self._nodes > MAX_NODES:
-            raise _LimitError(
+            raise _Refused(
                 f"more than {MAX_NODES:,} values, counting each alias as a copy of its anchor",
                 mark,
             )
@@ -191,9 +191,7 @@ class _Loader(yaml.SafeLoader):
             if not isinstance(key, (str, int, float, bool, type(None))):
                 continue  # an unhashable key: the base constructor says so
             if key in first_lines:
-                raise _LimitError(
-                    f"duplicate key {key!r}, first at line {first_lines[key]}", key_node
-                )
+                raise _Refused(f"duplicate key {key!r}, first at line {first_lines[key]}", key_node)
             first_lines[key] = key_node.start_mark.line + 1
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
@@ -201,7 +199,7 @@ class _Loader(yaml.SafeLoader):
         # hexadecimal ones of any length into numbers nothing can print.
         digits = _int_digits(node.value)
         if digits > MAX_INT_DIGITS:
-            raise _LimitError(
+            raise _Refused(
                 f"an integer of {digits} digits, more than the {MAX_INT_DIGITS} allowed", node
             )
         return super().construct_yaml_int(node)
@@ -212,7 +210,7 @@ class _Loader(yaml.SafeLoader):
 
     def construct_unsupported(self, node: Node) -> Any:
         tag = node.tag.removeprefix("tag:yaml.org,2002:")
-        raise _LimitError(f"!!{tag} values are not supported (only JSON data)", node)
+        raise _Refused(f"!!{tag} values are not supported (only JSON data)", node)
 
 
 def _int_digits(literal: str) -> int:
