@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
+from joiner import yamlio
 from joiner.backoff import Backoff
 from joiner.clock import from_rfc3339
 from joiner.kube.api import (
@@ -140,9 +140,11 @@ class ClusterConfig:
         location = Path(path or os.environ.get("KUBECONFIG", "~/.kube/config").split(":")[0])
         location = location.expanduser()
         try:
-            document = yaml.safe_load(location.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
+            document = yamlio.load(yamlio.read_text(location)) or {}
+        except (OSError, ValueError) as error:  # ValueError: not UTF-8, too large, bad YAML
             raise ConfigError(f"cannot read kubeconfig {location}: {error}") from None
+        if not isinstance(document, dict):
+            raise ConfigError(f"cannot read kubeconfig {location}: not a mapping")
         return cls.from_kubeconfig_dict(document, context, base=location.parent)
 
     @classmethod
