@@ -17,7 +17,8 @@ from functools import partial
 import httpx
 import pytest
 from joiner.api import labels as wk
-from joiner.clock import RealClock
+from joiner.background import BackgroundLoop
+from joiner.clock import Clock, FakeClock, RealClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
 from joiner.kube.http import ClusterConfig, HttpKube
 from joiner.kube.memory import MemoryKube
@@ -25,14 +26,9 @@ from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
 from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, polling, requirement
+from joiner.testing.envtest import free_port
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 wait_for = partial(polling.wait_for, timeout=WAIT)
@@ -80,6 +76,8 @@ def start_replica(
     cloud: FakeCloudProvider,
     identity: str,
     lease_duration: float = 2.0,
+    retry_period: float = 0.2,
+    clock: Clock | None = None,
 ) -> Replica:
     kube = HttpKube(ClusterConfig(server=apiserver.url))
     stop = threading.Event()
@@ -88,7 +86,7 @@ def start_replica(
         identity=identity,
         lease_duration=lease_duration,
         renew_deadline=lease_duration * 0.75,
-        retry_period=0.2,
+        retry_period=retry_period,
     )
     process = ControllerProcess(
         settings(),
@@ -96,6 +94,7 @@ def start_replica(
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         election,
+        clock=clock,
     )
     thread = threading.Thread(target=process.run, name=f"replica-{identity}", daemon=True)
     thread.start()
@@ -185,6 +184,31 @@ def test_a_leader_that_cannot_renew_stops_acting(
         a.shutdown()
 
 
+def test_a_leader_paused_past_its_renew_deadline_does_not_act(
+    store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
+) -> None:
+    """The whole process stalls (a GC pause, a frozen VM) for longer than the renew
+    deadline. When it resumes, its reconcile loop must not act on the leadership it had
+    before the pause: only a renewal after it gives that back."""
+    install_pool(store)
+    clock = FakeClock(time.time())
+    # One election tick at start-up, then none until the test ticks by hand.
+    a = start_replica(apiserver, cloud, "replica-a", retry_period=3600.0, clock=clock)
+    try:
+        wait_for(lambda: a.process.operator.provisioner.ready_nodepools(), "a ready pool")
+        clock.advance(1.5 + 0.1)  # the pause: past the 1.5 s renew deadline
+        unschedulable_pod(store, "p0")
+        wait_for(lambda: "default/p0" in a.process.operator.state.pods, "a to see the pod")
+        clock.advance(2.0)  # the provisioning batch window has long closed
+        time.sleep(1.0)  # many turns of a's loop
+        assert claims_of(store) == []
+        assert a.process.elector.tick() is True  # the election thread resumes: renewed
+        clock.advance(0.5)  # still within the renewed deadline
+        wait_for(lambda: claims_of(store), "a NodeClaim once a leads again")
+    finally:
+        a.shutdown()
+
+
 def test_metrics_probes_and_json_logs(
     store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
 ) -> None:
@@ -245,6 +269,9 @@ def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -
         assert (ready.status_code, ready.text) == (503, "cluster state not synced\n")
         assert _get(replica.url("health", "/healthz")).status_code == 200
         assert process.leading  # DISABLE_LEADER_ELECTION: a single replica always acts
+        # Each watch loop's failed list is counted (and retried after a backoff).
+        failed = 'joiner_background_loop_failures_total{loop="watch-Pod"}'
+        wait_for(lambda: failed in httpx.get(replica.url("metrics", "/metrics")).text, failed)
     finally:
         replica.shutdown()
 
@@ -262,6 +289,25 @@ def test_healthz_fails_when_the_loop_stalls(cloud: FakeCloudProvider) -> None:
         assert process._healthz() == (200, "text/plain", b"ok\n")
         process._heartbeat -= 61
         assert process._healthz() == (503, "text/plain", b"controller loop stalled\n")
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_healthz_fails_when_a_background_loop_dies(cloud: FakeCloudProvider) -> None:
+    """Background loops survive any Exception; should one die anyway, the pod restarts."""
+    process = unreachable_process(cloud, settings())
+
+    def fatal() -> None:
+        raise SystemExit("a thread that ends for good")
+
+    dead = BackgroundLoop("watch-Pod", fatal, threading.Event())
+    try:
+        dead.start()
+        dead.join(WAIT)
+        process._loops.append(dead)
+        assert process._healthz() == (503, "text/plain", b"background loop died: watch-Pod\n")
     finally:
         process.metrics_server.stop()
         process.health_server.stop()
