@@ -17,19 +17,14 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
-from joiner.clock import Clock
+from joiner.clock import Clock, to_micro_time
 from joiner.kube.api import AlreadyExists, Conflict, KubeAPI, NotFound, ObjectList, Watch
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "karpenter-leader-election"
-
-
-def _micro_time(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class NotLeading(Exception):
@@ -110,11 +105,11 @@ class LeaderElector:
             return False
         if holder != self.identity:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-            spec["acquireTime"] = _micro_time(now)
+            spec["acquireTime"] = to_micro_time(now)
         spec.update(
             holderIdentity=self.identity,
             leaseDurationSeconds=int(self.lease_duration),
-            renewTime=_micro_time(now),
+            renewTime=to_micro_time(now),
         )
         try:
             self.kube.update(lease)  # resourceVersion precondition: a racing replica gets 409
@@ -130,8 +125,8 @@ class LeaderElector:
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": int(self.lease_duration),
-                "acquireTime": _micro_time(now),
-                "renewTime": _micro_time(now),
+                "acquireTime": to_micro_time(now),
+                "renewTime": to_micro_time(now),
                 "leaseTransitions": 0,
             },
         }

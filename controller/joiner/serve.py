@@ -14,10 +14,13 @@ leader election) retry their failures with a backoff, count them in a metric, an
 
 from __future__ import annotations
 
+import errno
 import functools
+import ipaddress
 import json
 import logging
 import math
+import socket
 import sys
 import threading
 import time
@@ -114,6 +117,8 @@ class EndpointServer(ThreadingHTTPServer):
 
     def __init__(self, host: str, port: int, routes: dict[str, Route]) -> None:
         self.routes = routes
+        if ipaddress.ip_address(host).version == 6:
+            self.address_family = socket.AF_INET6  # the class default is IPv4 only
         super().__init__((host, port), _EndpointHandler)
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -152,7 +157,10 @@ def _listen(setting: str, host: str, port: int, routes: dict[str, Route]) -> End
     try:
         return EndpointServer(host, port, routes)
     except OSError as err:
-        raise StartupError(f"{setting}: cannot listen on {host}:{port}: {err.strerror}") from None
+        # An address no interface has is the address's fault, anything else the port's.
+        blamed = "BIND_ADDRESS" if err.errno == errno.EADDRNOTAVAIL else setting
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise StartupError(f"{blamed}: cannot listen on {where}: {err.strerror}") from None
 
 
 def _text(ok: bool, what: str) -> tuple[int, str, bytes]:
@@ -189,7 +197,6 @@ class ControllerProcess:
         stop: threading.Event,
         election: LeaderElection | None,
         clock: Clock | None = None,
-        host: str = "0.0.0.0",
     ) -> None:
         self.settings, self.stop = settings, stop
         self.clock = clock or RealClock()
@@ -239,6 +246,7 @@ class ControllerProcess:
         )
         self._heartbeat = time.monotonic()
         self._loops: list[BackgroundLoop] = []  # started by run(); /healthz watches them
+        host = settings.bind_address
         self.metrics_server = _listen(
             "METRICS_PORT", host, settings.metrics_port, {"/metrics": self._metrics}
         )
@@ -308,6 +316,7 @@ class ControllerProcess:
             "controller started",
             extra={
                 "cluster": self.settings.cluster_name,
+                "bind_address": self.settings.bind_address,
                 "metrics_port": self.metrics_server.port,
                 "health_port": self.health_server.port,
             },

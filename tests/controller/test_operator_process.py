@@ -4,14 +4,15 @@ logs. The fake cloud stands in for EC2 here (tests/e2e runs the AWS provider on 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import httpx
 import pytest
@@ -24,25 +25,13 @@ from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
-from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, requirement
+from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, polling, requirement
+from joiner.testing.envtest import free_port
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = partial(polling.wait_for, timeout=WAIT)
 
 
 @dataclass
@@ -75,6 +64,7 @@ def settings() -> Settings:
             "CLUSTER_NAME": "test",
             "BATCH_IDLE_DURATION": "100ms",
             "BATCH_MAX_DURATION": "1s",
+            "BIND_ADDRESS": "127.0.0.1",
             "METRICS_PORT": str(free_port()),
             "HEALTH_PROBE_PORT": str(free_port()),
         }
@@ -105,7 +95,6 @@ def start_replica(
         stop,
         election,
         clock=clock,
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, name=f"replica-{identity}", daemon=True)
     thread.start()
@@ -120,7 +109,6 @@ def unreachable_process(cloud: FakeCloudProvider, config: Settings) -> Controlle
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         threading.Event(),
         None,
-        host="127.0.0.1",
     )
 
 
@@ -271,7 +259,6 @@ def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         None,
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, daemon=True)
     thread.start()
@@ -357,12 +344,41 @@ def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {"CLUSTER_NAME": "test", "HEALTH_PROBE_PORT": str(port)}
+        env = {"CLUSTER_NAME": "test", "BIND_ADDRESS": "127.0.0.1", "HEALTH_PROBE_PORT": str(port)}
         env["METRICS_PORT"] = str(free_port())
         with pytest.raises(StartupError) as error:
             unreachable_process(cloud, Settings.from_env(env))
     assert str(error.value) == (
         f"HEALTH_PROBE_PORT: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+@pytest.mark.parametrize("address, url_host", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")])
+def test_endpoints_listen_on_the_bind_address_only(
+    cloud: FakeCloudProvider, address: str, url_host: str
+) -> None:
+    config = dataclasses.replace(settings(), bind_address=address)
+    process = unreachable_process(cloud, config)
+    try:
+        for server in (process.metrics_server, process.health_server):
+            assert server.server_address[0] == address
+            server.start()
+        health = httpx.get(f"http://{url_host}:{process.health_server.port}/healthz")
+        assert (health.status_code, health.text) == (200, "ok\n")
+        metrics = httpx.get(f"http://{url_host}:{process.metrics_server.port}/metrics")
+        assert metrics.status_code == 200
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+def test_an_address_of_no_interface_blames_bind_address(cloud: FakeCloudProvider) -> None:
+    config = dataclasses.replace(settings(), bind_address="192.0.2.1")  # TEST-NET-1
+    with pytest.raises(StartupError) as error:
+        unreachable_process(cloud, config)
+    assert str(error.value) == (
+        f"BIND_ADDRESS: cannot listen on 192.0.2.1:{config.metrics_port}: "
+        "Cannot assign requested address"
     )
 
 

@@ -1,17 +1,18 @@
 """The envtest control plane itself (``joiner.testing.envtest``): the admin may do
-anything, a service account only what RBAC grants it, and a kubeconfig written for
-either works with kubectl."""
+anything, a service account only what RBAC grants it, a kubeconfig written for either
+works with kubectl, and the audit log records who was refused what."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from joiner.kube.api import Forbidden
 from joiner.kube.http import HttpKube
-from joiner.testing.envtest import ControlPlane
+from joiner.testing.envtest import ControlPlane, ControlPlaneError
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
@@ -67,3 +68,29 @@ def test_kubeconfigs_work_with_kubectl(
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert (out.returncode, out.stdout.strip()) == (1, "no")
+
+
+def test_the_audit_log_says_who_was_refused_what(envtest_assets: Path, plane_workdir: Path) -> None:
+    with ControlPlane(envtest_assets, plane_workdir, audit=True) as plane:
+        token = plane.service_account_token("audited", "nobody")
+        kube = HttpKube(plane.token_config(token))
+        with pytest.raises(Forbidden):
+            kube.list("Node")
+        user = "system:serviceaccount:audited:nobody"
+        deadline = time.monotonic() + 10
+        while not (mine := [e for e in plane.audit_events() if e["user"]["username"] == user]):
+            assert time.monotonic() < deadline, "no audit event for the refused request"
+            time.sleep(0.05)
+    (event,) = mine
+    assert (event["verb"], event["objectRef"]["resource"], event["responseStatus"]["code"]) == (
+        "list",
+        "nodes",
+        403,
+    )
+    assert event["annotations"]["authorization.k8s.io/decision"] == "forbid"
+    assert event["stage"] == "ResponseComplete"
+
+
+def test_audit_events_need_the_audit_log(plane_workdir: Path) -> None:
+    with pytest.raises(ControlPlaneError, match="audit=True"):
+        ControlPlane(plane_workdir, plane_workdir).audit_events()
