@@ -102,6 +102,18 @@ SETTINGS: tuple[Setting, ...] = (
         "SpotToSpotConsolidation=false,NodeRepair=false",
         "Optional features as Name=true|false pairs separated by commas.",
     ),
+    Setting(
+        "KUBE_CLIENT_QPS",
+        "rate",
+        "200",
+        "Requests per second the controller sends the API server, on average.",
+    ),
+    Setting(
+        "KUBE_CLIENT_BURST",
+        "burst",
+        "300",
+        "Requests the controller may send at once above KUBE_CLIENT_QPS.",
+    ),
     Setting("LOG_LEVEL", "log_level", "info", "One of debug, info, warn, error."),
     Setting(
         "BIND_ADDRESS",
@@ -177,6 +189,20 @@ def _parse_count(name: str, raw: str) -> int:
     return _parse_int(name, raw, 0, 2**31 - 1)
 
 
+def _parse_rate(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: invalid number {raw!r} (expected e.g. 200)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SettingsError(f"{name}: {raw!r} is out of range (expected a number > 0)")
+    return value
+
+
+def _parse_burst(name: str, raw: str) -> int:
+    return _parse_int(name, raw, 1, 2**31 - 1)
+
+
 def _parse_port(name: str, raw: str) -> int:
     return _parse_int(name, raw, 1, 65535)
 
@@ -226,6 +252,8 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "duration": _parse_duration,
     "fraction": _parse_fraction,
     "count": _parse_count,
+    "rate": _parse_rate,
+    "burst": _parse_burst,
     "port": _parse_port,
     "ip_address": _parse_ip_address,
     "bool": _parse_bool,
@@ -249,6 +277,8 @@ class Settings:
     reserved_enis: int
     isolated_vpc: bool
     feature_gates: FeatureGates
+    kube_client_qps: float
+    kube_client_burst: int
     log_level: str
     bind_address: str
     metrics_port: int

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from joiner.cli import main
-from joiner.commands.controller import leader_election
+from joiner.commands.controller import controller_client, leader_election
+from joiner.kube.http import ClusterConfig
 from joiner.settings import SETTINGS, Settings
 
 VALID_KUBECONFIG = """
@@ -135,3 +136,15 @@ def test_two_replicas_get_distinct_identities(tmp_path: Path) -> None:
 
 def test_disabled_leader_election(tmp_path: Path) -> None:
     assert leader_election(_settings(DISABLE_LEADER_ELECTION="true"), {}, tmp_path) is None
+
+
+def test_the_client_is_paced_by_kube_client_qps_and_burst() -> None:
+    config = ClusterConfig(server="https://127.0.0.1:1")
+    paced = controller_client(config, _settings(KUBE_CLIENT_QPS="12.5", KUBE_CLIENT_BURST="40"))
+    default = controller_client(config, _settings())
+    try:
+        assert (paced.limiter.qps, paced.limiter.burst) == (12.5, 40)
+        assert (default.limiter.qps, default.limiter.burst) == (200.0, 300)  # Karpenter's
+    finally:
+        paced.close()
+        default.close()

@@ -23,6 +23,8 @@ def test_defaults() -> None:
         reserved_enis=0,
         isolated_vpc=False,
         feature_gates=FeatureGates(spot_to_spot_consolidation=False, node_repair=False),
+        kube_client_qps=200.0,
+        kube_client_burst=300,
         log_level="info",
         bind_address="0.0.0.0",
         metrics_port=8080,
@@ -46,6 +48,8 @@ def test_every_value_parsed() -> None:
             "RESERVED_ENIS": "1",
             "ISOLATED_VPC": "TRUE",
             "FEATURE_GATES": "SpotToSpotConsolidation=true, NodeRepair=false",
+            "KUBE_CLIENT_QPS": "12.5",
+            "KUBE_CLIENT_BURST": "40",
             "LOG_LEVEL": "DEBUG",
             "BIND_ADDRESS": " 127.0.0.1 ",
             "METRICS_PORT": "9000",
@@ -66,6 +70,7 @@ def test_every_value_parsed() -> None:
     assert settings.bind_address == "127.0.0.1"
     assert settings.cluster_endpoint == "https://ABC.gr7.us-east-1.eks.amazonaws.com"
     assert settings.disable_leader_election is True
+    assert (settings.kube_client_qps, settings.kube_client_burst) == (12.5, 40)
 
 
 def test_keys_are_matched_in_any_case_and_empty_means_default() -> None:
@@ -126,6 +131,18 @@ def test_cluster_name_is_required_unless_waived() -> None:
         ("RESERVED_ENIS", "-1", "RESERVED_ENIS: -1 is out of range (expected 0..2147483647)"),
         ("RESERVED_ENIS", "two", "RESERVED_ENIS: invalid integer 'two'"),
         ("METRICS_PORT", "70000", "METRICS_PORT: 70000 is out of range (expected 1..65535)"),
+        ("KUBE_CLIENT_QPS", "fast", "KUBE_CLIENT_QPS: invalid number 'fast' (expected e.g. 200)"),
+        ("KUBE_CLIENT_QPS", "0", "KUBE_CLIENT_QPS: '0' is out of range (expected a number > 0)"),
+        (
+            "KUBE_CLIENT_QPS",
+            "inf",
+            "KUBE_CLIENT_QPS: 'inf' is out of range (expected a number > 0)",
+        ),
+        (
+            "KUBE_CLIENT_BURST",
+            "0",
+            "KUBE_CLIENT_BURST: 0 is out of range (expected 1..2147483647)",
+        ),
         (
             "BIND_ADDRESS",
             "localhost",

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(err))
     configure_logging(settings.log_level)
     try:
-        kube = HttpKube(_cluster_config(args))
+        kube = controller_client(_cluster_config(args), settings)
         cloud_factory = aws_cloud_factory(settings)
     except (StartupError, ConfigError) as err:
         return _fail(str(err))
@@ -89,6 +89,11 @@ def _cluster_config(args: argparse.Namespace) -> ClusterConfig:
     if args.kubeconfig or args.context:
         return ClusterConfig.from_kubeconfig(args.kubeconfig, args.context)
     return ClusterConfig.auto()
+
+
+def controller_client(config: ClusterConfig, settings: Settings) -> HttpKube:
+    """The controller's API client, paced by KUBE_CLIENT_QPS and KUBE_CLIENT_BURST."""
+    return HttpKube(config, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

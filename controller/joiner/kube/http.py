@@ -30,7 +30,6 @@ import os
 import ssl
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -60,6 +59,7 @@ from joiner.kube.api import (
 )
 from joiner.kube.deadline import DeadlineTransport, within
 from joiner.kube.resources import Registry, ResourceKind, default_registry
+from joiner.ratelimit import TokenBucket
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # Reads are retried on overload and server errors; writes only where the server
@@ -200,37 +200,6 @@ def _file_or_data(section: dict[str, Any], field_name: str, base: Path) -> str |
     with os.fdopen(handle, "wb") as out:
         out.write(base64.b64decode(data))
     return path
-
-
-class TokenBucket:
-    """QPS with a burst allowance, shared by all threads of one client."""
-
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        monotonic: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("qps must be > 0 and burst >= 1")
-        self._qps, self._burst = qps, float(burst)
-        self._tokens = float(burst)
-        self._monotonic, self._sleep = monotonic, sleep
-        self._last = monotonic()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take one token, sleeping until one is there; returns the seconds waited."""
-        with self._lock:
-            now = self._monotonic()
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-            self._last = now
-            self._tokens -= 1
-            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
-        if wait > 0:
-            self._sleep(wait)
-        return wait
 
 
 @dataclass
@@ -390,7 +359,7 @@ class HttpKube:
         """``timeout``: the deadline of one call, retries and their waits included."""
         self.config = config
         self.registry = registry or default_registry()
-        self._limiter = TokenBucket(qps, burst, sleep=sleep)
+        self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
         self._timeout = timeout
         self._sleep = sleep
@@ -436,7 +405,7 @@ class HttpKube:
         deadline = time.monotonic() + self._timeout
         attempt = 0
         while True:
-            self._limiter.acquire()
+            self.limiter.acquire()
             retry_after: str | None = None
             try:
                 with within(deadline):
@@ -512,7 +481,7 @@ class HttpKube:
         path = rk.collection_path(namespace)
 
         def open_stream() -> httpx.Response:
-            self._limiter.acquire()
+            self.limiter.acquire()
             request = self._client.build_request(
                 "GET",
                 path,

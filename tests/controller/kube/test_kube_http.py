@@ -21,7 +21,7 @@ from joiner.kube.api import (
     Unreachable,
     WatchEvent,
 )
-from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy, TokenBucket
+from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy
 from joiner.kube.reflector import list_and_watch
 from joiner.kube.server import KubeHTTPServer
 from joiner.yamlio import MAX_INPUT_BYTES
@@ -122,25 +122,6 @@ def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
     with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_HOST"):
         ClusterConfig.in_cluster(tmp_path)
-
-
-# ---------------------------------------------------------------- rate limit
-
-
-def test_token_bucket_allows_burst_then_paces():
-    now = [0.0]
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        now[0] += seconds
-
-    bucket = TokenBucket(qps=10, burst=3, monotonic=lambda: now[0], sleep=sleep)
-    waits = [bucket.acquire() for _ in range(5)]
-    assert waits[:3] == [0.0, 0.0, 0.0]
-    assert waits[3] == pytest.approx(0.1)
-    assert waits[4] == pytest.approx(0.1)
-    assert sum(slept) == pytest.approx(0.2)
 
 
 # ---------------------------------------------------------------- retries
