@@ -22,6 +22,7 @@ from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
+from joiner.ratelimit import TokenBucket
 from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
 from joiner.scheduling.solver import solve
 from joiner.state.cluster import is_provisionable
@@ -30,6 +31,10 @@ log = logging.getLogger(__name__)
 
 BATCH_KEY = "batch"
 NOT_SYNCED_RETRY = 1.0
+# Nominated Events are capped as Karpenter caps them (one limiter for every pod): a
+# burst of a thousand pods is told in about ten Events rather than a thousand requests
+# ahead of the next NodeClaim's; every nomination is still kept in the state.
+NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST = 5.0, 10
 
 
 class Batcher:
@@ -73,6 +78,9 @@ class Provisioner(Controller):
         super().__init__(ctx)
         self.batcher = Batcher(ctx.clock, batch_idle, batch_max)
         self.last_plan: Plan | None = None
+        self._nominated_events = TokenBucket(
+            NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, monotonic=ctx.clock.now
+        )
 
     def on_pod(self, pod: dict[str, Any]) -> str | None:
         """Watch hook: returns the key to enqueue when the pod opens a batch."""
@@ -125,20 +133,12 @@ class Provisioner(Controller):
 
     def _act_on(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
         for key, node_name in plan.existing.items():
-            self.state.nominate(key, node_name)
-            self.recorder.record(
-                pods[key], NORMAL, "Nominated", f"Pod should schedule on: node/{node_name}"
-            )
+            self._nominate(pods[key], f"node/{node_name}", node_name)
         for claim_plan in plan.nodeclaims:
             created = self._create_nodeclaim(claim_plan)
+            name = created["metadata"]["name"]
             for key in claim_plan.pods:
-                self.state.nominate(key, created["metadata"]["name"])
-                self.recorder.record(
-                    pods[key],
-                    NORMAL,
-                    "Nominated",
-                    f"Pod should schedule on: nodeclaim/{created['metadata']['name']}",
-                )
+                self._nominate(pods[key], f"nodeclaim/{name}", name)
         for key, why in plan.unplaceable.items():
             self.recorder.record(
                 pods[key],
@@ -146,6 +146,11 @@ class Provisioner(Controller):
                 "FailedScheduling",
                 f"Failed to schedule pod, {why.constraint}: {why.message}",
             )
+
+    def _nominate(self, pod: dict[str, Any], target: str, node_name: str) -> None:
+        self.state.nominate(pod_key(pod), node_name)
+        if self._nominated_events.try_acquire():
+            self.recorder.record(pod, NORMAL, "Nominated", f"Pod should schedule on: {target}")
 
     def _create_nodeclaim(self, plan: NodeClaimPlan) -> dict[str, Any]:
         pool = self.state.nodepools[plan.nodepool]

@@ -291,3 +291,25 @@ def test_nodepool_status_counts_a_burst_once_a_second_later():
         6,
         {"cpu": "12", "memory": "24Gi", "pods": "60"},
     )
+
+
+def test_nominated_events_are_capped_at_karpenters_rate_and_every_pod_is_nominated():
+    """Karpenter's limiter (5 a second, bursts of 10, all pods together): a burst is told
+    in ten Events instead of one request per pod ahead of the next NodeClaim."""
+    h = Harness()
+    h.default_setup()
+    for i in range(30):
+        h.create_unschedulable(pending_pod(f"p{i:02d}", "100m"))
+    h.advance(1.0)
+    [claim] = h.nodeclaims()
+    name = claim["metadata"]["name"]
+    assert {h.operator.state.nomination(f"default/p{i:02d}") for i in range(30)} == {name}
+    told = [pod for _, pod, _ in h.events("Nominated")]
+    assert len(told) == len(set(told)) == 10
+
+    h.advance(1.0)  # two seconds after the burst: ten tokens again
+    for i in range(30, 42):
+        h.create_unschedulable(pending_pod(f"p{i:02d}", "100m"))
+    h.advance(1.0)
+    assert all(h.operator.state.nomination(f"default/p{i:02d}") for i in range(30, 42))
+    assert len(h.events("Nominated")) == 20
