@@ -206,17 +206,20 @@ class Operator:
 
     def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
+        # Only a new, deleted or re-specified pool changes what can be provisioned and
+        # its status; its status writes (one a second in a burst) must start neither a
+        # scheduling pass each nor another status write.
+        generation = None if event_type == "DELETED" else obj["metadata"].get("generation")
+        respecified = self._pool_generations.get(name) != generation or generation is None
+        self._pool_generations[name] = generation
+        if not respecified:
+            return
         if event_type != "DELETED":
             self.manager.enqueue(self.nodepool_status.name, name)
         for claim in self.state.nodeclaims.values():
             if claim.nodepool == name:  # drift and consolidateAfter follow the pool
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
-        # Only a new, deleted or re-specified pool changes what can be provisioned; its
-        # status writes (one per NodeClaim change) must not start a scheduling pass each.
-        generation = None if event_type == "DELETED" else obj["metadata"].get("generation")
-        if self._pool_generations.get(name) != generation or generation is None:
-            self._reprovision()
-        self._pool_generations[name] = generation
+        self._reprovision()
 
     def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

@@ -1,8 +1,12 @@
 """NodeClaim lifecycle [SPEC 6.1]: launch, registration, initialization, liveness.
 
 One reconcile moves a NodeClaim as far as it can go and asks to be looked at
-again while it waits (for the instance, the Node, readiness). It reads the
-NodeClaim fresh from the API, so a launch never happens twice on a stale cache.
+again while it waits (for the instance, the Node, readiness). It works on the cluster
+state's copy, writing with its resourceVersion (a stale copy is refused, a Conflict),
+and reads the NodeClaim fresh from the API only before a launch, so a stale cache never
+launches twice. Each step it wrote is remembered (by name and uid) until the watch
+brings the write back: a reconcile between the two waits for the watch instead of
+redoing the step (Karpenter keeps a launch cache for the same reason).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from joiner.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
-from joiner.controllers.context import Controller
+from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import Conflict, NotFound
@@ -34,22 +38,48 @@ log = logging.getLogger(__name__)
 LAUNCH_TTL = 5 * 60.0  # not launched by then -> deleted
 REGISTRATION_TTL = 15 * 60.0  # not registered by then -> deleted
 POLL = 5.0  # how often to look while waiting for the Node
+# After a Conflict the newer version's watch event wakes the reconcile; this is the
+# safety net should it not.
+CONFLICT_RETRY = 1.0
+STEPS = (nc.LAUNCHED, nc.REGISTERED, nc.INITIALIZED)
 
 
 class NodeClaimLifecycle(Controller):
     name = "nodeclaim.lifecycle"
 
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        # name -> (uid, steps written) until the watch brings the write back
+        self._written: dict[str, tuple[str, int]] = {}
+
     def reconcile(self, key: str) -> Result:
-        raw = self.fresh("NodeClaim", key)
-        if raw is None:
-            return DONE
-        if raw["metadata"].get("deletionTimestamp"):
-            return DONE  # termination owns it now
-        claim = NodeClaim.from_dict(raw)
+        cached = self.state.objects["NodeClaim"].get(key)
+        written = self._written.pop(key, None)
+        if cached is None or cached["metadata"].get("deletionTimestamp"):
+            return DONE  # gone, or termination owns it now
+        claim = self.state.nodeclaims[key]
+        if (
+            written
+            and written[0] == claim.metadata.get("uid", "")
+            and written[1] > _steps_done(claim)
+        ):
+            self._written[key] = written
+            return DONE  # our last write is on its way back: its watch event wakes us
+        raw = copy.deepcopy(cached)
+        if not claim.condition_true(nc.LAUNCHED):
+            # The API's word before an instance is bought: a stale cache never launches twice.
+            raw = self.fresh("NodeClaim", key)
+            if raw is None or raw["metadata"].get("deletionTimestamp"):
+                return DONE
+            claim = NodeClaim.from_dict(raw)
         try:
             return self._advance(claim, raw)
         except Conflict:
-            return Result(requeue_after=0.0)  # someone wrote first: look again
+            return Result(requeue_after=CONFLICT_RETRY)  # someone wrote first
+
+    def _wrote(self, raw: dict[str, Any], step: str) -> None:
+        metadata = raw["metadata"]
+        self._written[metadata["name"]] = (metadata.get("uid", ""), STEPS.index(step) + 1)
 
     def _advance(self, claim: NodeClaim, raw: dict[str, Any]) -> Result:
         if not claim.condition_true(nc.LAUNCHED):
@@ -86,6 +116,7 @@ class NodeClaimLifecycle(Controller):
         raw["status"]["conditions"] = conditions
         raw["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"]
         self.kube.update_status(raw)
+        self._wrote(raw, nc.LAUNCHED)
         self.recorder.record(
             raw,
             NORMAL,
@@ -107,6 +138,7 @@ class NodeClaimLifecycle(Controller):
         raw["status"]["nodeName"] = node["metadata"]["name"]
         cond.set_condition(raw["status"]["conditions"], nc.REGISTERED, cond.TRUE, self.clock.now())
         self.kube.update_status(raw)
+        self._wrote(raw, nc.REGISTERED)
         self.recorder.record(raw, NORMAL, "Registered", f"Node {node['metadata']['name']}")
         return Result(requeue_after=0.0)
 
@@ -147,6 +179,7 @@ class NodeClaimLifecycle(Controller):
         cond.set_condition(raw["status"]["conditions"], nc.INITIALIZED, cond.TRUE, now)
         cond.set_condition(raw["status"]["conditions"], nc.READY, cond.TRUE, now)
         self.kube.update_status(raw)
+        self._wrote(raw, nc.INITIALIZED)
         self.recorder.record(raw, NORMAL, "Initialized", f"Node {node['metadata']['name']}")
         return DONE
 
@@ -176,3 +209,8 @@ class NodeClaimLifecycle(Controller):
         with contextlib.suppress(NotFound):
             self.kube.delete("NodeClaim", raw["metadata"]["name"])
         return DONE
+
+
+def _steps_done(claim: NodeClaim) -> int:
+    """How many lifecycle steps the NodeClaim shows done (they come in order)."""
+    return sum(1 for step in STEPS if claim.condition_true(step))

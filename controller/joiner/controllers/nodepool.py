@@ -16,6 +16,7 @@ from joiner.metrics import Metrics
 from joiner.state.cluster import ClusterState
 
 Validator = Callable[[dict], list]
+CONFLICT_RETRY = 1.0  # seconds
 
 
 class NodePoolStatus:
@@ -33,18 +34,19 @@ class NodePoolStatus:
         self.validate = validate
 
     def reconcile(self, key: str) -> Result:
-        try:
-            raw = self.kube.get("NodePool", key)
-        except NotFound:
-            return DONE
+        cached = self.state.objects["NodePool"].get(key)
         pool = self.state.nodepools.get(key)
-        if pool is None:
-            return Result(requeue_after=1.0)
+        if cached is None or pool is None:
+            return DONE
+        # The state's copy, written back with its resourceVersion (a stale one is refused).
+        raw = copy.deepcopy(cached)
         try:
             self._write_hash(raw, pool.template_hash())
             self._write_status(raw, key)
-        except Conflict:
-            return Result(requeue_after=0.0)
+        except Conflict:  # the newer version's watch event comes first; this is a safety net
+            return Result(requeue_after=CONFLICT_RETRY)
+        except NotFound:
+            return DONE
         return DONE
 
     def _write_hash(self, raw: dict, digest: str) -> None:

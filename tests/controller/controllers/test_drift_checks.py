@@ -9,6 +9,7 @@ from joiner.controllers.disruption.conditions import CLOUD_DRIFT_RECHECK
 
 
 def _drift(h: Harness, claim_name: str) -> str | None:
+    h.operator.pump()  # as the manager does before each reconcile: the state has every write
     h.operator.disruption_conditions.reconcile(claim_name)  # as a pod event would wake it
     claim = h.kube.get("NodeClaim", claim_name)
     drifted = get_condition(claim["status"]["conditions"], "Drifted")

@@ -12,6 +12,7 @@ and otherwise at most every ``CLOUD_DRIFT_RECHECK``.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from joiner.api import conditions as cond
@@ -28,6 +29,7 @@ from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.state.cluster import ClusterState
 
 CLOUD_DRIFT_RECHECK = 300.0
+CONFLICT_RETRY = 1.0  # seconds: a safety net, the watch event of the newer version comes first
 
 
 @dataclass(frozen=True)
@@ -54,33 +56,35 @@ class DisruptionConditions:
             return DONE
         if not claim.condition_true(nc.INITIALIZED):
             return DONE
-        try:
-            raw = self.kube.get("NodeClaim", key)
-        except NotFound:
-            return DONE
+        # The state's copy, written back with its resourceVersion (a stale one is refused).
+        raw = copy.deepcopy(self.state.objects["NodeClaim"][key])
         status = raw.setdefault("status", {})
         conditions = status.setdefault("conditions", [])
         now = self.clock.now()
         last_event = self.state.last_pod_event(claim.status.node_name or claim.name)
-        if last_event is not None:
+        changed = False
+        if last_event is not None and status.get("lastPodEventTime") != to_rfc3339(last_event):
             status["lastPodEventTime"] = to_rfc3339(last_event)
+            changed = True
         due = self._consolidatable_at(claim, last_event)
         ready = due is not None and now >= due
-        changed = cond.set_condition(
-            conditions, nc.CONSOLIDATABLE, cond.TRUE if ready else cond.FALSE, now
-        )
+        if due is None:  # consolidation off: no condition at all, as Karpenter has it
+            changed |= cond.remove_condition(conditions, nc.CONSOLIDATABLE)
+        else:
+            status_value = cond.TRUE if ready else cond.FALSE
+            changed |= cond.set_condition(conditions, nc.CONSOLIDATABLE, status_value, now)
         drift = self.drift_reason(claim)
         if drift:
             changed |= cond.set_condition(conditions, nc.DRIFTED, cond.TRUE, now, reason=drift)
         else:
             changed |= cond.remove_condition(conditions, nc.DRIFTED)
-        if changed or status.get("lastPodEventTime") != raw.get("status", {}).get(
-            "lastPodEventTime"
-        ):
+        if changed:
             try:
                 self.kube.update_status(raw)
-            except Conflict:
-                return Result(requeue_after=0.0)
+            except Conflict:  # the newer version's watch event wakes us again
+                return Result(requeue_after=CONFLICT_RETRY)
+            except NotFound:
+                return DONE
         if due is not None and not ready:
             return Result(requeue_after=due - now)
         return DONE

@@ -4,6 +4,7 @@ whatever the budgets say; its pods find new capacity through normal provisioning
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
@@ -22,17 +23,18 @@ class Expiration(Controller):
     name = "nodeclaim.expiration"
 
     def reconcile(self, key: str) -> Result:
+        # Every change of a NodeClaim asks; the state's copy answers when it expires, and
+        # the API's (fresh) copy decides the deletion.
+        cached = self.state.objects["NodeClaim"].get(key)
+        waiting = self._until_expiry(cached)
+        if waiting is not None:
+            return waiting
         raw = self.fresh("NodeClaim", key)
-        if raw is None:
-            return DONE
-        meta = raw["metadata"]
-        expire = parse_duration((raw.get("spec") or {}).get("expireAfter", "720h"))
-        if meta.get("deletionTimestamp") or expire is None or not meta.get("creationTimestamp"):
-            return DONE
-        expires_at = from_rfc3339(meta["creationTimestamp"]) + expire
+        waiting = self._until_expiry(raw)
+        if raw is None or waiting is not None:
+            return DONE if waiting is None else waiting
         now = self.clock.now()
-        if now < expires_at:
-            return Result(requeue_after=expires_at - now)
+        meta = raw["metadata"]
         conditions = raw.setdefault("status", {}).setdefault("conditions", [])
         cond.set_condition(conditions, nc.DISRUPTION_REASON, cond.TRUE, now, reason=EXPIRED)
         with contextlib.suppress(Conflict):
@@ -45,3 +47,20 @@ class Expiration(Controller):
         with contextlib.suppress(NotFound):
             self.kube.delete("NodeClaim", key)
         return DONE
+
+    def _until_expiry(self, raw: dict[str, Any] | None) -> Result | None:
+        """What to do while the NodeClaim has not expired; None once it has."""
+        expires_at = _expiry(raw) if raw is not None else None
+        if expires_at is None:
+            return DONE
+        now = self.clock.now()
+        return Result(requeue_after=expires_at - now) if now < expires_at else None
+
+
+def _expiry(raw: dict[str, Any]) -> float | None:
+    """When the NodeClaim expires (None: never, or it is being deleted already)."""
+    meta = raw["metadata"]
+    expire = parse_duration((raw.get("spec") or {}).get("expireAfter", "720h"))
+    if meta.get("deletionTimestamp") or expire is None or not meta.get("creationTimestamp"):
+        return None
+    return from_rfc3339(meta["creationTimestamp"]) + expire
