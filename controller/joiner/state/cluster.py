@@ -47,6 +47,14 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{namespace}/{meta.get('name', '')}" if namespace else meta.get("name", "")
 
 
+def _provider_id(obj: dict[str, Any] | None) -> str | None:
+    """A Node's spec.providerID, a NodeClaim's status.providerID."""
+    if obj is None:
+        return None
+    section = obj.get("spec") if obj.get("kind") == "Node" else obj.get("status")
+    return (section or {}).get("providerID") or None
+
+
 def is_terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
@@ -80,6 +88,9 @@ class ClusterState:
         self._nominations: dict[str, tuple[str, float]] = {}  # pod key -> (node, until)
         self._node_nominated_until: dict[str, float] = {}
         self._last_pod_event: dict[str, float] = {}  # node name -> time a pod came or went
+        # kind (Node, NodeClaim) -> providerID -> keys: every pod event looks its node's
+        # NodeClaim up, so the lookup must not scan a thousand of them.
+        self._by_provider_id: dict[str, dict[str, set[str]]] = {"Node": {}, "NodeClaim": {}}
         self.marked_for_deletion: set[str] = set()
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
@@ -110,6 +121,8 @@ class ClusterState:
         self._update_typed(kind, key, current)
         if kind == "Pod":
             self._index_pod(key, previous, current)
+        elif kind in self._by_provider_id:
+            self._index_provider_id(kind, key, previous, current)
         self.generation += 1
 
     def _update_typed(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
@@ -141,6 +154,29 @@ class ClusterState:
             self._pods_by_node.setdefault(new_node, set()).add(key)
         if new_node or current is None:
             self._nominations.pop(key, None)
+
+    def _index_provider_id(
+        self, kind: str, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
+    ) -> None:
+        index = self._by_provider_id[kind]
+        old, new = _provider_id(previous), _provider_id(current)
+        if old and old != new:
+            keys = index.get(old, set())
+            keys.discard(key)
+            if not keys:
+                index.pop(old, None)
+        if new:
+            index.setdefault(new, set()).add(key)
+
+    def _by_provider(self, kind: str, provider_id: str | None) -> dict[str, Any] | None:
+        """The object of ``kind`` with that providerID; with several (which should not
+        happen), the first in the state's order."""
+        keys = self._by_provider_id[kind].get(provider_id or "")
+        if not keys:
+            return None
+        if len(keys) == 1:
+            return self.objects[kind].get(next(iter(keys)))
+        return next(obj for key, obj in self.objects[kind].items() if key in keys)
 
     @staticmethod
     def _bound_node(pod: dict[str, Any] | None) -> str | None:
@@ -206,24 +242,12 @@ class ClusterState:
 
     def node_by_provider_id(self, provider_id: str | None) -> dict[str, Any] | None:
         """The Node registered for an instance (None before registration)."""
-        if not provider_id:
-            return None
-        return next(
-            (
-                n
-                for n in self.nodes.values()
-                if (n.get("spec") or {}).get("providerID") == provider_id
-            ),
-            None,
-        )
+        return self._by_provider("Node", provider_id)
 
     def nodeclaim_by_provider_id(self, provider_id: str | None) -> NodeClaim | None:
         """The NodeClaim that launched an instance."""
-        if not provider_id:
-            return None
-        return next(
-            (c for c in self.nodeclaims.values() if c.status.provider_id == provider_id), None
-        )
+        raw = self._by_provider("NodeClaim", provider_id)
+        return None if raw is None else self.nodeclaims.get(object_key(raw))
 
     def state_node(self, name: str) -> StateNode | None:
         return self._join()[2].get(name)

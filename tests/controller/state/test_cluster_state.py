@@ -146,6 +146,37 @@ def test_state_nodes_join_nodeclaims_and_nodes_by_provider_id(state: ClusterStat
     assert [sn.name for sn in state.managed_nodes()] == ["ip-1", "claim-2"]
 
 
+def test_lookups_by_provider_id_follow_launches_changes_and_deletions(
+    state: ClusterState,
+) -> None:
+    state.apply("ADDED", nodeclaim("claim-1"))  # not launched yet
+    assert state.nodeclaim_by_provider_id("aws:///a/i-1") is None
+    assert state.nodeclaim_by_provider_id(None) is None
+    state.apply("MODIFIED", nodeclaim("claim-1", "aws:///a/i-1"))
+    state.apply("ADDED", node("ip-1", "aws:///a/i-1"))
+    found = state.nodeclaim_by_provider_id("aws:///a/i-1")
+    assert found is not None and found.status.provider_id == "aws:///a/i-1"
+    assert found is state.nodeclaims["claim-1"]  # the state's current object
+    assert state.node_by_provider_id("aws:///a/i-1") is state.nodes["ip-1"]
+
+    state.apply("MODIFIED", node("ip-1", "aws:///a/i-2"))  # a new providerID replaces the old
+    assert state.node_by_provider_id("aws:///a/i-1") is None
+    assert state.node_by_provider_id("aws:///a/i-2") is state.nodes["ip-1"]
+    state.apply("DELETED", node("ip-1", "aws:///a/i-2"))
+    state.apply("DELETED", nodeclaim("claim-1", "aws:///a/i-1"))
+    assert state.node_by_provider_id("aws:///a/i-2") is None
+    assert state.nodeclaim_by_provider_id("aws:///a/i-1") is None
+
+
+def test_two_nodes_of_one_provider_id_answer_the_first(state: ClusterState) -> None:
+    """Should two Nodes claim one instance, the lookup answers as a scan in order would."""
+    state.apply("ADDED", node("ip-b", "aws:///a/i-1"))
+    state.apply("ADDED", node("ip-a", "aws:///a/i-1"))
+    assert state.node_by_provider_id("aws:///a/i-1") is state.nodes["ip-b"]
+    state.apply("DELETED", node("ip-b", "aws:///a/i-1"))
+    assert state.node_by_provider_id("aws:///a/i-1") is state.nodes["ip-a"]
+
+
 def test_unlaunched_nodeclaim_holds_room_for_its_pods(state: ClusterState) -> None:
     """Before launch a NodeClaim has no allocatable yet; it counts with its requests, so a
     batch running meanwhile does not open another NodeClaim for the same pods."""
