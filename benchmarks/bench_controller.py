@@ -53,7 +53,7 @@ MAX_STEPS = 100
 # --- objects --------------------------------------------------------------------------
 
 
-def _pod(index: int, rng: random.Random, node: str | None = None) -> dict[str, Any]:
+def make_pod(index: int, rng: random.Random, node: str | None = None) -> dict[str, Any]:
     """A Deployment's pod as the API server returns it (managedFields left out, as the
     http adapter's watches carry them but the state keeps what the controller reads)."""
     app = f"app-{index % 50}"
@@ -172,17 +172,17 @@ def _nodeclaim_and_node(index: int) -> tuple[dict[str, Any], dict[str, Any]]:
     return claim, node
 
 
-def _nodeclass() -> dict[str, Any]:
+def make_nodeclass() -> dict[str, Any]:
     return testing.ec2nodeclass(cluster="bench")
 
 
-def _nodepool(max_cpu: int) -> dict[str, Any]:
+def make_nodepool(max_cpu: int, disruption: dict[str, Any] | None = None) -> dict[str, Any]:
     requirements = [
         testing.capacity_types(wk.CAPACITY_TYPE_ON_DEMAND),
         # Small types, so a burst needs dozens of NodeClaims, not two.
         testing.requirement(wk.INSTANCE_CPU, "Lt", [str(max_cpu + 1)]),
     ]
-    return testing.nodepool(requirements=requirements)
+    return testing.nodepool(requirements=requirements, disruption=disruption)
 
 
 # --- burst ------------------------------------------------------------------------------
@@ -219,11 +219,11 @@ def run_burst(count: int, max_cpu: int) -> tuple[float, float, int, list[str]]:
     """(total compute seconds, scheduling seconds, NodeClaims, failures) with instance
     types of up to ``max_cpu`` vCPU."""
     stand = _Stand()
-    stand.kube.create(_nodeclass())
-    stand.kube.create(_nodepool(max_cpu))
+    stand.kube.create(make_nodeclass())
+    stand.kube.create(make_nodepool(max_cpu))
     stand.settle()
     rng = random.Random(42)
-    pods = [_pod(i, rng) for i in range(count)]
+    pods = [make_pod(i, rng) for i in range(count)]
     for pod in pods:  # the API server's and kube-scheduler's work: not measured
         created = stand.kube.create(pod)
         created["status"] = pod["status"]
@@ -254,6 +254,18 @@ def _burst_failures(plan: Any, claims: list[dict[str, Any]], pods: list[dict]) -
     placed = sum(len(c.pods) for c in plan.nodeclaims) + len(plan.existing)
     if placed != len(pods):
         failures.append(f"{placed} of {len(pods)} pods placed")
+    if not requests_cover(claims, pods):
+        failures.append("the NodeClaims' requests do not cover the pods")
+    unlaunched = [
+        c["metadata"]["name"] for c in claims if not (c.get("status") or {}).get("providerID")
+    ]
+    if unlaunched:
+        failures.append(f"{len(unlaunched)} NodeClaims not launched")
+    return failures
+
+
+def requests_cover(claims: list[dict[str, Any]], pods: list[dict[str, Any]]) -> bool:
+    """Whether the NodeClaims together request at least what the (one-container) pods do."""
     requested = res.add(
         *(res.parse_resource_list(c["spec"]["resources"]["requests"]) for c in claims)
     )
@@ -263,14 +275,7 @@ def _burst_failures(plan: Any, claims: list[dict[str, Any]], pods: list[dict]) -
             for p in pods
         )
     )
-    if not res.fits(wanted, requested):
-        failures.append("the NodeClaims' requests do not cover the pods")
-    unlaunched = [
-        c["metadata"]["name"] for c in claims if not (c.get("status") or {}).get("providerID")
-    ]
-    if unlaunched:
-        failures.append(f"{len(unlaunched)} NodeClaims not launched")
-    return failures
+    return res.fits(wanted, requested)
 
 
 # --- memory -------------------------------------------------------------------------------
@@ -291,15 +296,15 @@ def _hold_state(pods: int, nodes: int, out: Any) -> None:
     kube = MemoryKube(clock)  # only for the operator's writes; the state is fed directly
     cloud = FakeCloudProvider(benchmark_instance_types(400), clock)
     operator = Operator(kube, cloud, clock, cloud.resolve_nodeclass)
-    operator.handle("EC2NodeClass", "ADDED", _nodeclass())
-    operator.handle("NodePool", "ADDED", _nodepool(BURST_MAX_CPUS[0]))
+    operator.handle("EC2NodeClass", "ADDED", make_nodeclass())
+    operator.handle("NodePool", "ADDED", make_nodepool(BURST_MAX_CPUS[0]))
     for index in range(nodes):
         claim, node = _nodeclaim_and_node(index)
         operator.handle("NodeClaim", "ADDED", claim)
         operator.handle("Node", "ADDED", node)
     rng = random.Random(7)
     for index in range(pods):
-        operator.handle("Pod", "ADDED", _pod(index, rng, node=f"default-{index % nodes:05d}"))
+        operator.handle("Pod", "ADDED", make_pod(index, rng, node=f"default-{index % nodes:05d}"))
     snapshot = operator.state.snapshot()
     bound = sum(len(n.pods) for n in snapshot.nodes)
     out.put((baseline, _rss_mb(), len(snapshot.nodes), bound, to_rfc3339(clock.now())))

@@ -5,9 +5,9 @@ are per test). A local Kubernetes API server, the memory store behind KubeHTTPSe
 the wall clock (the production process tests and the e2e round trip).
 
 Tiers of real parts: a test that uses ``control_plane`` (a real kube-apiserver, see
-``joiner.testing.envtest``) or ``envtest_assets`` (the binaries, for a control plane of
-its own) belongs to the ``envtest`` tier; one that uses ``karpenter_oracle`` (upstream's
-scheduler) to the ``oracle`` tier. Where a tier's part
+``joiner.testing.envtest``), ``envtest_assets`` or ``control_plane_assets`` (the binaries,
+for a control plane of its own) belongs to the ``envtest`` tier; one that uses
+``karpenter_oracle`` (upstream's scheduler) to the ``oracle`` tier. Where a tier's part
 cannot be found, its tests are skipped and the run ends with one line saying why and
 which variable to set. ``JOINER_REQUIRED_TIERS=envtest,oracle`` (set by ``.ci/run``) turns
 a skipped or empty tier into a failed run."""
@@ -38,7 +38,10 @@ from joiner.testing.envtest import ControlPlane
 from moto.server import ThreadedMotoServer
 
 # tier -> the fixtures whose use puts a test in it
-TIERS = {"envtest": ("control_plane", "envtest_assets"), "oracle": ("karpenter_oracle",)}
+TIERS = {
+    "envtest": ("control_plane", "envtest_assets", "control_plane_assets"),
+    "oracle": ("karpenter_oracle",),
+}
 REQUIRED_TIERS_ENV = "JOINER_REQUIRED_TIERS"
 _unavailable: dict[str, str] = {}  # tier -> why its part is missing
 _outcomes: dict[str, dict[str, int]] = {tier: {} for tier in TIERS}
@@ -135,6 +138,13 @@ def envtest_assets() -> Path:
     return _tier_part(
         "envtest", lambda: find_envtest((*CONTROL_PLANE, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER))
     )
+
+
+@pytest.fixture(scope="session")
+def control_plane_assets() -> Path:
+    """The directory of etcd and kube-apiserver, for what starts a control plane of its
+    own without the controller manager or the scheduler (a benchmark)."""
+    return _tier_part("envtest", find_envtest)
 
 
 @pytest.fixture(scope="session")

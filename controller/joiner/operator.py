@@ -161,21 +161,25 @@ class Operator:
 
     def handle(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         """Update the state, then wake the controllers that care."""
-        self.state.apply(event_type, obj)
+        moved = self.state.apply(event_type, obj)
+        if kind == "Pod":
+            self._on_pod(event_type, obj, moved)
+            return
         route = getattr(self, f"_on_{kind.lower()}", None)
         if route is not None:
             route(event_type, obj)
 
-    def _on_pod(self, event_type: str, obj: dict[str, Any]) -> None:
+    def _on_pod(self, event_type: str, obj: dict[str, Any], moved: frozenset[str]) -> None:
         self.pod_startup.on_pod(event_type, obj)
         if event_type != "DELETED" and self.provisioner.on_pod(obj):
             self.manager.enqueue(self.provisioner.name, BATCH_KEY)
-        node = self.state.nodes.get((obj.get("spec") or {}).get("nodeName") or "")
-        claim = self.state.nodeclaim_by_provider_id(
-            ((node or {}).get("spec") or {}).get("providerID")
-        )
-        if claim is not None:
-            self.manager.enqueue(self.disruption_conditions.name, claim.name)
+        # Only a pod coming to or leaving a node changes its NodeClaim's conditions
+        # (lastPodEventTime, Consolidatable); a label or status change does not.
+        for node_name in moved:
+            node = self.state.nodes.get(node_name) or {}
+            claim = self.state.nodeclaim_by_provider_id((node.get("spec") or {}).get("providerID"))
+            if claim is not None:
+                self.manager.enqueue(self.disruption_conditions.name, claim.name)
 
     def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

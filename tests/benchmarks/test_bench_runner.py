@@ -21,14 +21,16 @@ def runner(monkeypatch: pytest.MonkeyPatch):
     return runner_module
 
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "JOINER_BENCH_QUICK"}
     return subprocess.run(
         [sys.executable, "-m", "benchmarks", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env={**environment, **(env or {})},
     )
 
@@ -52,6 +54,25 @@ def test_quick_run_of_bench_requirements() -> None:
     assert lines[7] == "=== summary ==="
     assert re.fullmatch(r"bench_requirements +\d+\.\d s  ok", lines[8])
     assert lines[9:] == ["1 passed, 0 failed"]
+
+
+def test_quick_run_of_bench_realplane(control_plane_assets: Path) -> None:
+    """The controller on a real control plane, small: the envtest tier's binaries (so it
+    is skipped, or fails where the tier is required, as the other envtest tests)."""
+    done = run_cli(
+        "realplane", "--quick", env={"KUBEBUILDER_ASSETS": str(control_plane_assets)}, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "=== bench_realplane ==="
+    assert lines[1] == "burst of 100 pods (types <= 4 vCPU), 1 run(s):"
+    assert re.fullmatch(r"  NodeClaims created: \d+", lines[2])
+    assert re.fullmatch(r"  last pod marked -> last NodeClaim created: \d+\.\d\d s", lines[4])
+    held = lines.index("held: 500 pods on 50 nodes, 1 run(s):")
+    assert re.fullmatch(r"  controller RSS \d+ MB \(target < 250 MB\)", lines[held + 3])
+    assert "  500 pods relabelled:" in lines and "  500 pods deleted:" in lines
+    assert not [line for line in lines if line.startswith("FAIL")]
+    assert re.fullmatch(r"bench_realplane +\d+\.\d s  ok", lines[-2])
 
 
 def test_short_names_and_the_environment_select_quick_mode() -> None:

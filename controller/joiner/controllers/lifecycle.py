@@ -32,6 +32,7 @@ from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import Conflict, NotFound
 from joiner.scheduling.taints import same_taint
+from joiner.state.cluster import with_own_status
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class NodeClaimLifecycle(Controller):
         ):
             self._written[key] = written
             return DONE  # our last write is on its way back: its watch event wakes us
-        raw = copy.deepcopy(cached)
+        raw = with_own_status(cached)  # registration and initialization write the status
         if not claim.condition_true(nc.LAUNCHED):
             # The API's word before an instance is bought: a stale cache never launches twice.
             raw = self.fresh("NodeClaim", key)

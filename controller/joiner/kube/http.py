@@ -228,9 +228,11 @@ class HttpWatch:
         path: str,
         open_timeout: float,
         duration: float | None,
+        managed_fields: bool = True,
     ) -> None:
         self._open, self._path = open_stream, path
         self._open_timeout, self._duration = open_timeout, duration
+        self._managed_fields = managed_fields
         self._response: httpx.Response | None = None
         self._stopped = False
 
@@ -250,7 +252,10 @@ class HttpWatch:
                 if line is None:
                     return  # the server ended the watch (its timeoutSeconds)
                 if line:
-                    yield _watch_event(line)
+                    event = _watch_event(line)
+                    if not self._managed_fields:
+                        drop_managed_fields(event.object)
+                    yield event
         except httpx.HTTPError as failure:
             if not self._stopped:  # stop() closing the stream is not a failure
                 raise _transport_error(failure).during("watch", self._path) from None
@@ -280,6 +285,16 @@ def _watch_event(line: str) -> WatchEvent:
     if not isinstance(obj, dict):
         raise MalformedResponse(f"a {event['type']} watch event without an object")
     return WatchEvent(event["type"], obj)
+
+
+def drop_managed_fields(body: dict[str, Any]) -> None:
+    """Remove metadata.managedFields from an object, or from each item of a list (in
+    place: the body was just decoded and is the caller's alone)."""
+    items = body.get("items")
+    for obj in items if isinstance(items, list) else (body,):
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
 
 
 def _error(response: httpx.Response) -> ApiError:
@@ -355,9 +370,16 @@ class HttpKube:
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        managed_fields: bool = True,
+        page_size: int | None = None,
     ) -> None:
-        """``timeout``: the deadline of one call, retries and their waits included."""
+        """``timeout``: the deadline of one call, retries and their waits included.
+        ``managed_fields=False``: objects come back without metadata.managedFields.
+        ``page_size``: lists are read that many items a request (None: all at once)."""
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be >= 1")
         self.config = config
+        self._managed_fields, self._page_size = managed_fields, page_size
         self.registry = registry or default_registry()
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
@@ -413,7 +435,10 @@ class HttpKube:
                         method, path, params=params, content=content, headers=headers
                     )
                 if response.status_code < 400:
-                    return _checked(_json_object(response.content), check)
+                    body = _checked(_json_object(response.content), check)
+                    if not self._managed_fields:
+                        drop_managed_fields(body)
+                    return body
                 retry_after = response.headers.get("Retry-After")
                 failure = _error(response)
                 retryable = response.status_code in retry_statuses
@@ -448,14 +473,29 @@ class HttpKube:
     ) -> ObjectList:
         rk = self.registry.lookup(kind, api_version)
         params = _selector_params(label_selector, field_selector)
-        body = self._request(
-            "GET", rk.collection_path(namespace), verb="list", params=params, check=_list_problem
-        )
-        items = body.get("items") or []
+        if self._page_size is not None:
+            params["limit"] = str(self._page_size)
+        items: list[dict[str, Any]] = []
+        version = ""
+        while True:  # a page at a time, as client-go's reflector lists (each page is decoded
+            # and stripped before the next arrives); all pages are one snapshot, the first's
+            body = self._request(
+                "GET",
+                rk.collection_path(namespace),
+                verb="list",
+                params=params,
+                check=_list_problem,
+            )
+            metadata = body.get("metadata") or {}
+            version = version or str(metadata.get("resourceVersion", ""))
+            items.extend(body.get("items") or [])
+            if not metadata.get("continue"):
+                break
+            params = {**params, "continue": str(metadata["continue"])}
         for item in items:  # list items carry neither kind nor apiVersion on the wire
             item.setdefault("kind", rk.kind)
             item.setdefault("apiVersion", rk.api_version)
-        return ObjectList(items, str((body.get("metadata") or {}).get("resourceVersion", "")))
+        return ObjectList(items, version)
 
     def watch(
         self,
@@ -494,7 +534,7 @@ class HttpKube:
         # The server ends the watch after timeoutSeconds; one request timeout more for it
         # to do so, and a watch that outstays that is cut off (a Timeout).
         duration = None if timeout_seconds is None else timeout_seconds + self._timeout
-        return HttpWatch(open_stream, path, self._timeout, duration)
+        return HttpWatch(open_stream, path, self._timeout, duration, self._managed_fields)
 
     # -------------------------------------------------------------- writes
 

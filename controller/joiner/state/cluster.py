@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 NOMINATION_TTL = 20.0  # seconds a nomination holds [SPEC 3.11]
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+NO_NODES: frozenset[str] = frozenset()
 
 # Kinds the state follows; provisioning waits until each has been listed once.
 WATCHED_KINDS = (
@@ -45,6 +46,12 @@ def object_key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name', '')}" if namespace else meta.get("name", "")
+
+
+def with_own_status(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of one of the state's objects for a status write: the status is the copy's
+    own to change, the rest is shared with the state and must stay as it is."""
+    return {**obj, "status": copy.deepcopy(obj.get("status") or {})}
 
 
 def _provider_id(obj: dict[str, Any] | None) -> str | None:
@@ -94,6 +101,7 @@ class ClusterState:
         self.marked_for_deletion: set[str] = set()
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
+        self._machines_generation = 0  # bumps on Node and NodeClaim changes only
         self._joined: tuple[int, list[StateNode], dict[str, StateNode]] | None = None
         self._memo: tuple[int, dict[Hashable, Any]] = (-1, {})
 
@@ -106,11 +114,12 @@ class ClusterState:
     def synced(self) -> bool:
         return self._listed.issuperset(WATCHED_KINDS)
 
-    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
-        """Take one watch event (ADDED, MODIFIED, DELETED) for a watched kind."""
+    def apply(self, event_type: str, obj: dict[str, Any]) -> frozenset[str]:
+        """Take one watch event (ADDED, MODIFIED, DELETED) for a watched kind; returns the
+        nodes a pod came to or left with it."""
         kind = obj.get("kind")
         if kind not in self.objects:
-            return
+            return NO_NODES
         key = object_key(obj)
         previous = self.objects[kind].get(key)
         if event_type == "DELETED":
@@ -119,11 +128,14 @@ class ClusterState:
             self.objects[kind][key] = obj
         current = None if event_type == "DELETED" else obj
         self._update_typed(kind, key, current)
+        moved = NO_NODES
         if kind == "Pod":
-            self._index_pod(key, previous, current)
+            moved = self._index_pod(key, previous, current)
         elif kind in self._by_provider_id:
             self._index_provider_id(kind, key, previous, current)
+            self._machines_generation += 1
         self.generation += 1
+        return moved
 
     def _update_typed(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
         typed = {
@@ -142,18 +154,22 @@ class ClusterState:
 
     def _index_pod(
         self, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
-    ) -> None:
+    ) -> frozenset[str]:
         old_node = self._bound_node(previous)
         new_node = self._bound_node(current)
+        moved = set()
         if old_node and old_node != new_node:
             self._pods_by_node.get(old_node, set()).discard(key)
             self._last_pod_event[old_node] = self.clock.now()
+            moved.add(old_node)
         if new_node and new_node != old_node:
             self._last_pod_event[new_node] = self.clock.now()
+            moved.add(new_node)
         if new_node:
             self._pods_by_node.setdefault(new_node, set()).add(key)
         if new_node or current is None:
             self._nominations.pop(key, None)
+        return frozenset(moved) if moved else NO_NODES
 
     def _index_provider_id(
         self, kind: str, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
@@ -253,14 +269,14 @@ class ClusterState:
         return self._join()[2].get(name)
 
     def _join(self) -> tuple[int, list[StateNode], dict[str, StateNode]]:
-        """The joined view, rebuilt only when a watch event changed the state: controllers
-        ask for it many times per pass."""
-        if self._joined is None or self._joined[0] != self.generation:
+        """The joined view, rebuilt only when a Node or NodeClaim changed: controllers ask
+        for it many times per pass, and pod events (thousands a second) do not touch it."""
+        if self._joined is None or self._joined[0] != self._machines_generation:
             joined = self._build_state_nodes()
             by_name: dict[str, StateNode] = {}
             for sn in joined:
                 by_name.setdefault(sn.name, sn)  # the first, as a scan in order would find
-            self._joined = (self.generation, joined, by_name)
+            self._joined = (self._machines_generation, joined, by_name)
         return self._joined
 
     def _build_state_nodes(self) -> list[StateNode]:

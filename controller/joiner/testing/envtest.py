@@ -408,7 +408,7 @@ class ControlPlane:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def _wait_ready(self, name: str, ready: Any) -> None:
@@ -457,8 +457,8 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the process that started it dies."""
+def die_with_parent() -> None:
+    """Called in a child process: SIGTERM to it when the thread that started it ends."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 

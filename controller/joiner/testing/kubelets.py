@@ -87,7 +87,11 @@ class EmulatedKubelets:
         instance_exists: InstanceExists,
         region: str,
         ready_delay: float = 0.0,
+        heartbeats: bool = True,
     ) -> None:
+        """``heartbeats=False``: no node Leases. Only kube-controller-manager's node
+        lifecycle controller reads them; without it they are load for nothing (a
+        benchmark with a thousand nodes would renew a hundred Leases a second)."""
         self.clock = RealClock()
         self.manager = Manager(self.clock, pump=lambda: self.feed.pump())
         self.kubelet = Kubelet(
@@ -100,6 +104,7 @@ class EmulatedKubelets:
             enqueue=lambda key, delay: self.manager.enqueue(Kubelet.name, key, delay),
         )
         self.heartbeats = NodeHeartbeats(kube, self.clock)
+        self._renew_leases = heartbeats
         self.manager.register(self.kubelet)
         self.manager.register(self.heartbeats)
         self.feed = ThreadedFeed(kube, ("NodeClaim", "Pod", "Node"), self._handle, _ignore)
@@ -128,6 +133,8 @@ class EmulatedKubelets:
             self.manager.enqueue(Kubelet.name, key, delay)
 
     def _track_node(self, event_type: str, node: dict[str, Any]) -> None:
+        if not self._renew_leases:
+            return
         name = node["metadata"]["name"]
         if event_type == "DELETED":
             self.heartbeats.nodes.pop(name, None)

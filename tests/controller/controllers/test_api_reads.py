@@ -98,3 +98,31 @@ def test_last_pod_event_time_is_written_when_only_it_changes() -> None:
     h.settle()
     status = h.kube.get("NodeClaim", name)["status"]
     assert status["lastPodEventTime"] == to_rfc3339(bound_at)
+
+
+def test_only_pods_coming_or_going_wake_their_nodeclaims_conditions() -> None:
+    h = Harness()
+    h.install(ec2nodeclass(), nodepool(disruption=NEVER))
+    name, node_name = h.initialized_node()
+    h.create_unschedulable(pending_pod("web", "100m"))
+    h.advance(5)
+    woken: list[str] = []
+    reconcile = h.operator.disruption_conditions.reconcile
+
+    def counted(key: str) -> Any:
+        woken.append(key)
+        return reconcile(key)
+
+    h.operator.disruption_conditions.reconcile = counted  # type: ignore[method-assign]
+    h.bind_running("web", node_name)
+    h.settle()
+    assert woken and set(woken) == {name}  # the pod came (and lastPodEventTime was written)
+    before = len(woken)
+    pod = h.pod("web")
+    pod["metadata"]["labels"] = {"release": "2"}
+    h.kube.update(pod)
+    h.settle()
+    assert len(woken) == before  # a relabelled pod stays where it was
+    h.kube.delete("Pod", "web", "default", grace_period_seconds=0)
+    h.settle()
+    assert len(woken) > before and set(woken) == {name}

@@ -177,6 +177,32 @@ def test_two_nodes_of_one_provider_id_answer_the_first(state: ClusterState) -> N
     assert state.node_by_provider_id("aws:///a/i-1") is state.nodes["ip-a"]
 
 
+def test_apply_tells_which_nodes_a_pod_came_to_or_left(state: ClusterState) -> None:
+    assert state.apply("ADDED", pod("a")) == frozenset()  # pending
+    assert state.apply("MODIFIED", pod("a", node="node-1")) == {"node-1"}  # bound
+    relabelled = pod("a", node="node-1", labels={"app": "web"})
+    assert state.apply("MODIFIED", relabelled) == frozenset()
+    finished = pod("a", node="node-1")
+    finished["status"]["phase"] = "Succeeded"
+    assert state.apply("MODIFIED", finished) == {"node-1"}  # done: it no longer occupies it
+    assert state.apply("DELETED", finished) == frozenset()
+    assert state.apply("ADDED", node("node-1")) == frozenset()
+
+
+def test_pod_events_leave_the_joined_view_as_it_was(state: ClusterState) -> None:
+    """The join of NodeClaims and Nodes is rebuilt when one of them changes, not on the
+    pod events that come thousands a second."""
+    state.apply("ADDED", nodeclaim("claim-1", "aws:///a/i-1"))
+    state.apply("ADDED", node("ip-1", "aws:///a/i-1"))
+    [joined] = state.state_nodes()
+    state.apply("ADDED", pod("a", node="ip-1"))
+    state.apply("MODIFIED", pod("a", node="ip-1", labels={"app": "web"}))
+    assert state.state_nodes()[0] is joined
+    state.apply("MODIFIED", node("ip-1", "aws:///a/i-1", ready=False))
+    [rejoined] = state.state_nodes()
+    assert rejoined is not joined and not rejoined.initialized
+
+
 def test_unlaunched_nodeclaim_holds_room_for_its_pods(state: ClusterState) -> None:
     """Before launch a NodeClaim has no allocatable yet; it counts with its requests, so a
     batch running meanwhile does not open another NodeClaim for the same pods."""

@@ -12,7 +12,6 @@ and otherwise at most every ``CLOUD_DRIFT_RECHECK``.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 from joiner.api import conditions as cond
@@ -26,7 +25,7 @@ from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.runtime import DONE, Result
 from joiner.identity import IdentityCache
 from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.state.cluster import ClusterState
+from joiner.state.cluster import ClusterState, with_own_status
 
 CLOUD_DRIFT_RECHECK = 300.0
 CONFLICT_RETRY = 1.0  # seconds: a safety net, the watch event of the newer version comes first
@@ -48,6 +47,7 @@ class DisruptionConditions:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
         self._cloud_verdicts: dict[str, _Verdict] = {}  # by NodeClaim name
         self._pools: IdentityCache[tuple[str, Requirements]] = IdentityCache(64)
+        self._names: IdentityCache[frozenset[str]] = IdentityCache(64)
 
     def reconcile(self, key: str) -> Result:
         claim = self.state.nodeclaims.get(key)
@@ -57,7 +57,7 @@ class DisruptionConditions:
         if not claim.condition_true(nc.INITIALIZED):
             return DONE
         # The state's copy, written back with its resourceVersion (a stale one is refused).
-        raw = copy.deepcopy(self.state.objects["NodeClaim"][key])
+        raw = with_own_status(self.state.objects["NodeClaim"][key])
         status = raw.setdefault("status", {})
         conditions = status.setdefault("conditions", [])
         now = self.clock.now()
@@ -111,9 +111,7 @@ class DisruptionConditions:
         if not requirements.satisfied_by_labels({**claim.labels, wk.NODEPOOL: pool.name}):
             return "RequirementsDrifted"
         instance_type = claim.labels.get(wk.INSTANCE_TYPE)
-        if instance_type and instance_type not in {
-            it.name for it in self.cloud.get_instance_types(pool)
-        }:
+        if instance_type and instance_type not in self._type_names(pool):
             return "InstanceTypeNotFound"
         return self._cloud_drift(claim)
 
@@ -121,6 +119,12 @@ class DisruptionConditions:
         """The pool's template hash and requirements, worked out once per version of the
         pool (the state replaces the object on every change and never edits it)."""
         return self._pools.remember((pool,), lambda: (pool.template_hash(), pool.requirements()))
+
+    def _type_names(self, pool: NodePool) -> frozenset[str]:
+        """The names of the pool's instance types, worked out once per list (providers
+        hand out the same list while nothing changed)."""
+        types = self.cloud.get_instance_types(pool)
+        return self._names.remember((types,), lambda: frozenset(it.name for it in types))
 
     def _cloud_drift(self, claim: NodeClaim) -> str | None:
         """Node class drift, the provider's to judge (see the module docstring)."""
