@@ -21,13 +21,26 @@ from typing import Any
 from joiner.api.definitions import JOINER_GROUPS, KINDS, Kind
 from joiner.api.schema import Rule, Schema
 
+# The API server's cause reasons of the schema checks. A value of the wrong type, a
+# missing required field, an unsupported enum value or one over a maximum size stops
+# the API server before it evaluates the CEL rules (see ``BLOCKING_REASONS``).
+INVALID = "FieldValueInvalid"
+TYPE_INVALID = "FieldValueTypeInvalid"
+REQUIRED = "FieldValueRequired"
+NOT_SUPPORTED = "FieldValueNotSupported"
+TOO_LONG = "FieldValueTooLong"
+TOO_MANY = "FieldValueTooMany"
+BLOCKING_REASONS = frozenset({TYPE_INVALID, REQUIRED, NOT_SUPPORTED, TOO_LONG, TOO_MANY})
+
 
 @dataclass(frozen=True)
 class FieldError:
-    """One problem with one field. ``path`` is like ``spec.disruption.budgets[0].nodes``."""
+    """One problem with one field. ``path`` is like ``spec.disruption.budgets[0].nodes``;
+    ``reason`` is the API server's cause reason for it."""
 
     path: str
     message: str
+    reason: str = INVALID
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -174,11 +187,11 @@ def _children(
 def _local_errors(schema: Schema, value: Any, path: str) -> list[FieldError]:
     type_error = _type_error(schema, value)
     if type_error:
-        return [FieldError(path, type_error)]
-    messages = _value_messages(schema, value)
+        return [FieldError(path, type_error, TYPE_INVALID)]
+    errors = [FieldError(path, m, reason) for m, reason in _value_messages(schema, value)]
     if isinstance(value, dict) and not schema.free_form:
-        return [FieldError(path, m) for m in messages] + _object_errors(schema, value, path)
-    return [FieldError(path, m) for m in messages]
+        return errors + _object_errors(schema, value, path)
+    return errors
 
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
@@ -206,54 +219,61 @@ def _type_error(schema: Schema, value: Any) -> str | None:
     return f"must be {wanted}, got {_describe_value(value, schema.type == 'string')}"
 
 
-def _value_messages(schema: Schema, value: Any) -> list[str]:
+Problem = tuple[str, str]  # (message, reason)
+
+
+def _value_messages(schema: Schema, value: Any) -> list[Problem]:
     checks = (_enum_message, _pattern_message, _bound_message, _size_message)
-    return [message for check in checks if (message := check(schema, value))]
+    return [problem for check in checks if (problem := check(schema, value))]
 
 
-def _enum_message(schema: Schema, value: Any) -> str | None:
+def _enum_message(schema: Schema, value: Any) -> Problem | None:
     if not schema.enum or value in schema.enum:
         return None
-    return f"unsupported value {value!r}; expected one of: {', '.join(map(str, schema.enum))}"
+    expected = ", ".join(map(str, schema.enum))
+    return f"unsupported value {value!r}; expected one of: {expected}", NOT_SUPPORTED
 
 
-def _pattern_message(schema: Schema, value: Any) -> str | None:
+def _pattern_message(schema: Schema, value: Any) -> Problem | None:
     if schema.pattern is None or not isinstance(value, str) or re.search(schema.pattern, value):
         return None
-    return f"invalid value {value!r}: {schema.hint or 'must match ' + schema.pattern}"
+    return f"invalid value {value!r}: {schema.hint or 'must match ' + schema.pattern}", INVALID
 
 
-def _bound_message(schema: Schema, value: Any) -> str | None:
+def _bound_message(schema: Schema, value: Any) -> Problem | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return None
     if schema.minimum is not None and value < schema.minimum:
-        return f"must be >= {schema.minimum}, got {value}"
+        return f"must be >= {schema.minimum}, got {value}", INVALID
     if schema.maximum is not None and value > schema.maximum:
-        return f"must be <= {schema.maximum}, got {value}"
+        return f"must be <= {schema.maximum}, got {value}", INVALID
     return None
 
 
-def _size_message(schema: Schema, value: Any) -> str | None:
+def _size_message(schema: Schema, value: Any) -> Problem | None:
     if isinstance(value, list):
-        return _count_message(len(value), schema.min_items, schema.max_items, "item")
+        return _count_message(len(value), schema.min_items, schema.max_items, "item", TOO_MANY)
     if isinstance(value, str):
-        return _count_message(len(value), schema.min_length, schema.max_length, "character")
+        limits = (schema.min_length, schema.max_length)
+        return _count_message(len(value), *limits, "character", TOO_LONG)
     if isinstance(value, dict):
-        return _count_message(len(value), None, schema.max_properties, "entry")
+        return _count_message(len(value), None, schema.max_properties, "entry", TOO_MANY)
     return None
 
 
-def _count_message(count: int, least: int | None, most: int | None, unit: str) -> str | None:
+def _count_message(
+    count: int, least: int | None, most: int | None, unit: str, over: str
+) -> Problem | None:
     if least is not None and count < least:
-        return f"must have at least {least} {_plural(unit, least)}, got {count}"
+        return f"must have at least {least} {_plural(unit, least)}, got {count}", INVALID
     if most is not None and count > most:
-        return f"must have at most {most} {_plural(unit, most)}, got {count}"
+        return f"must have at most {most} {_plural(unit, most)}, got {count}", over
     return None
 
 
 def _object_errors(schema: Schema, value: dict[str, Any], path: str) -> list[FieldError]:
     errors = [
-        FieldError(_join(path, f".{name}"), "is required")
+        FieldError(_join(path, f".{name}"), "is required", REQUIRED)
         for name in schema.required
         if name not in value
     ]
