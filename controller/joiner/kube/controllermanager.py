@@ -8,21 +8,26 @@ the work the real one would do, and does it after the real one's delay on the st
 clock: a write returns before its consequences, and they appear in later
 resourceVersions, in the same order as on a real cluster.
 
-Delays, measured on kube-apiserver and kube-controller-manager v1.36.2 (envtest, this
-machine, ``python -m benchmarks.bench_kube_controllers``; medians of 15 runs):
+Delays, measured on kube-apiserver and kube-controller-manager v1.36.2 (envtest on this
+2-core machine under a load average of about 12, ``python -m benchmarks kube_controllers``;
+medians of 15 runs, two runs, from the answer to the write to the watch event of the
+controller's work):
 
-=======================  ========================================================
-garbage collector        ``GC_DELAY`` after the owner's change
-disruption controller    ``DISRUPTION_DELAY`` after a pod, budget or scale change
-node lifecycle           ``NODE_LIFECYCLE_DELAY`` after a Node's Ready condition
-namespace controller     ``NAMESPACE_DELAY`` after the deletion, then pods first
-                         and every other kind once no pod is left, a pass each
-                         ``NAMESPACE_DELAY`` (the controller's namespace grace)
+=======================  ==========================================================
+garbage collector        ``GC_DELAY`` (3.1 and 4.6 ms; the first use of a resource
+                         takes about 1.3 s while its informer starts)
+disruption controller    ``DISRUPTION_DELAY`` (3.2 and 2.8 ms) after a pod, budget or
+                         scale change
+node lifecycle           ``NODE_LIFECYCLE_DELAY`` (15.6 and 3.6 ms) after a Node's
+                         Ready condition or cordon changes
+namespace controller     ``NAMESPACE_DELAY`` after the deletion (5.01-5.02 s), then pods
+                         first and every other kind once no pod is left, a pass each
+                         ``NAMESPACE_DELAY`` (the rest: 4.95-5.06 s after the pods went)
 pod garbage collector    an orphaned pod (its Node is gone) is deleted at the first
                          check (every ``POD_GC_PERIOD``) once its Node has been gone
                          ``POD_GC_QUARANTINE`` (the controller's constants; measured
-                         54 s)
-=======================  ========================================================
+                         44 s)
+=======================  ==========================================================
 
 The store drives them: ``MemoryKube.run_controllers()`` does the work that is due and
 ``next_due()`` says when more will be (the simulator jumps its virtual clock there);
@@ -35,6 +40,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from joiner.clock import from_rfc3339, to_rfc3339
@@ -47,9 +53,9 @@ from joiner.kube.selectors import selector_from_label_selector
 if TYPE_CHECKING:
     from joiner.kube.memory import Key, MemoryKube
 
-GC_DELAY = 0.012
-DISRUPTION_DELAY = 0.004
-NODE_LIFECYCLE_DELAY = 0.002
+GC_DELAY = 0.004
+DISRUPTION_DELAY = 0.003
+NODE_LIFECYCLE_DELAY = 0.004
 NAMESPACE_DELAY = 5.0
 POD_GC_QUARANTINE = 40.0
 POD_GC_PERIOD = 20.0
@@ -59,6 +65,18 @@ FOREGROUND_FINALIZER = "foregroundDeletion"
 SCALED_KINDS = frozenset({"ReplicaSet", "StatefulSet", "Deployment", "ReplicationController"})
 # Ready condition status -> the NoSchedule taint the node lifecycle controller keeps.
 _CONDITION_TAINTS = {"False": NOT_READY_TAINT_KEY, "Unknown": UNREACHABLE_TAINT_KEY}
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A change the store committed, as its controllers are told of it: the object as
+    stored (as it was, when ``gone``) and what it replaced."""
+
+    rk: ResourceKind
+    key: Key
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+    gone: bool
 
 
 class DelayQueue:
@@ -99,14 +117,7 @@ class EmulatedController:
         self.store = store
         self.queue = DelayQueue()
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
+    def observe(self, change: Committed) -> None:
         raise NotImplementedError
 
     def work(self, key: Any) -> None:
@@ -119,32 +130,25 @@ class EmulatedController:
 class GarbageCollector(EmulatedController):
     """Owner references: Background, Foreground and Orphan deletion, dangling owners."""
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
+    def observe(self, change: Committed) -> None:
         store = self.store
-        ref = (rk, key)
-        old_owners = owner_uids(old)
-        new_owners = set() if gone else owner_uids(obj)
+        ref = (change.rk, change.key)
+        old_owners = owner_uids(change.old)
+        new_owners = set() if change.gone else owner_uids(change.obj)
         for owner in old_owners - new_owners:
             store._dependents.get(owner, set()).discard(ref)
             if self._waiting(owner):  # a foreground or orphaning owner may now finish
                 self.later(("owner", owner), GC_DELAY)
         for owner in new_owners - old_owners:
             store._dependents.setdefault(owner, set()).add(ref)
-        uid = obj["metadata"]["uid"]
-        if gone:
+        uid = change.obj["metadata"]["uid"]
+        if change.gone:
             for dependent in sorted(store._dependents.pop(uid, set()), key=_ref_order):
                 self.later(("dependent", dependent), GC_DELAY)
         else:
             if new_owners - old_owners and not all(self._standing(o) for o in new_owners):
                 self.later(("dependent", ref), GC_DELAY)  # an owner is gone or going
-            if obj["metadata"].get("deletionTimestamp") and gc_finalizers(obj):
+            if change.obj["metadata"].get("deletionTimestamp") and gc_finalizers(change.obj):
                 self.later(("owner", uid), GC_DELAY)
 
     def _waiting(self, owner_uid: str) -> bool:
@@ -253,22 +257,16 @@ class PodGarbageCollector(EmulatedController):
         super().__init__(store)
         self.started = store.clock.now()
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
+    def observe(self, change: Committed) -> None:
         store = self.store
-        if store._is_node(rk) and gone:
-            for pod_key in sorted(store._pods_by_node.get(key[1], set())):
+        if store._is_node(change.rk) and change.gone:
+            for pod_key in sorted(store._pods_by_node.get(change.key[1], set())):
                 self._quarantine(pod_key)
-        elif store._is_pod(rk) and not gone:
-            node_name = (obj.get("spec") or {}).get("nodeName")
-            if node_name and not store._node_exists(node_name) and (old is None or not _bound(old)):
-                self._quarantine(key)
+        elif store._is_pod(change.rk) and not change.gone:
+            node_name = (change.obj.get("spec") or {}).get("nodeName")
+            newly_bound = change.old is None or not _bound(change.old)
+            if node_name and not store._node_exists(node_name) and newly_bound:
+                self._quarantine(change.key)
 
     def _quarantine(self, pod_key: Key) -> None:
         now = self.store.clock.now()
@@ -287,18 +285,11 @@ class PodGarbageCollector(EmulatedController):
 class NamespaceController(EmulatedController):
     """A deleted Namespace is emptied in order, pods first, then removed."""
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
-        marked = not gone and bool(obj["metadata"].get("deletionTimestamp"))
-        newly = old is None or not old["metadata"].get("deletionTimestamp")
-        if self.store._is_namespace(rk) and marked and newly:
-            self.later(key[1], NAMESPACE_DELAY)
+    def observe(self, change: Committed) -> None:
+        marked = not change.gone and bool(change.obj["metadata"].get("deletionTimestamp"))
+        newly = change.old is None or not change.old["metadata"].get("deletionTimestamp")
+        if self.store._is_namespace(change.rk) and marked and newly:
+            self.later(change.key[1], NAMESPACE_DELAY)
 
     def work(self, key: Any) -> None:
         store = self.store
@@ -333,19 +324,13 @@ class DisruptionController(EmulatedController):
     """PodDisruptionBudget status of a namespace, after a change to its pods, budgets or
     the scale of their controllers; again when an admitted eviction's entry expires."""
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
-        if rk.kind == "PodDisruptionBudget":  # its own status writes do not trigger it
-            if old is None or gone or old.get("spec") != obj.get("spec"):
-                self.later(key[0], DISRUPTION_DELAY)
-        elif (rk.kind == "Pod" or rk.kind in SCALED_KINDS) and self._has_budgets(key[0]):
-            self.later(key[0], DISRUPTION_DELAY)
+    def observe(self, change: Committed) -> None:
+        kind, namespace, old = change.rk.kind, change.key[0], change.old
+        if kind == "PodDisruptionBudget":  # its own status writes do not trigger it
+            if old is None or change.gone or old.get("spec") != change.obj.get("spec"):
+                self.later(namespace, DISRUPTION_DELAY)
+        elif (kind == "Pod" or kind in SCALED_KINDS) and self._has_budgets(namespace):
+            self.later(namespace, DISRUPTION_DELAY)
 
     def _has_budgets(self, namespace: str) -> bool:
         return any(key[0] == namespace for key in self.store._tables[self.store._pdb_kind])
@@ -403,16 +388,10 @@ class NodeLifecycleController(EmulatedController):
     ``not-ready`` while Ready is False, ``unreachable`` while it is Unknown (none once
     Ready or without the condition), ``unschedulable`` while it is cordoned."""
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
-        if self.store._is_node(rk) and not gone and _taints_wanted(obj) != _taints_held(obj):
-            self.later(key[1], NODE_LIFECYCLE_DELAY)
+    def observe(self, change: Committed) -> None:
+        node = None if change.gone or not self.store._is_node(change.rk) else change.obj
+        if node is not None and _taints_wanted(node) != _taints_held(node):
+            self.later(change.key[1], NODE_LIFECYCLE_DELAY)
 
     def work(self, key: Any) -> None:
         store = self.store
@@ -502,16 +481,9 @@ class ControllerManager:
         )
         self.clock = store.clock
 
-    def observe(
-        self,
-        rk: ResourceKind,
-        key: Key,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-        gone: bool,
-    ) -> None:
+    def observe(self, change: Committed) -> None:
         for controller in self.controllers:
-            controller.observe(rk, key, obj, old, gone)
+            controller.observe(change)
 
     def next_due(self) -> float | None:
         dues = [d for c in self.controllers if (d := c.queue.next_due()) is not None]

@@ -69,8 +69,10 @@ from joiner.kube.controllermanager import (
     FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
     SCALED_KINDS,
+    Committed,
     ControllerManager,
 )
+from joiner.kube.coreschema import core_schema
 from joiner.kube.decoding import FieldValidation, decode_body, decode_patched
 from joiner.kube.disruption import is_pod_healthy, record_eviction
 from joiner.kube.jsondata import clone, freeze, thaw
@@ -722,8 +724,6 @@ class MemoryKube:
 
     @staticmethod
     def _kind_type(rk: ResourceKind) -> str | None:
-        from joiner.kube.coreschema import core_schema
-
         return core_schema().kind_type(rk.api_version, rk.kind)
 
     def _prepare_spec_write(
@@ -906,7 +906,7 @@ class MemoryKube:
         self._record(change)
         for watcher in self._watchers[rk]:
             watcher.offer(change, obj, old)
-        self.controllers.observe(rk, key, obj, old, type_ == "DELETED")
+        self.controllers.observe(Committed(rk, key, obj, old, type_ == "DELETED"))
         self._changed.notify_all()
         return obj
 

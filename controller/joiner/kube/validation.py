@@ -99,7 +99,7 @@ def _check_owner_references(refs: list[dict[str, Any]]) -> list[Cause]:
     return causes
 
 
-def check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
+def _check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
     """What validation finds in metadata (decoding already checked the types)."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
@@ -209,7 +209,7 @@ def _custom_resource_causes(obj: dict[str, Any], errors: list[FieldError]) -> li
 def validate_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
     """The object as stored (CRD schema defaults applied), or Invalid (422) naming every
     bad field."""
-    causes = check_metadata(obj, needs_name=True)
+    causes = _check_metadata(obj, needs_name=True)
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     name = metadata.get("name")
     if not causes and isinstance(name, str) and name:
@@ -226,7 +226,7 @@ def validate_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
 def validate_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """The replacement as stored (defaults applied), or Invalid (422) for bad or
     immutable fields."""
-    causes = check_metadata(new, needs_name=False)
+    causes = _check_metadata(new, needs_name=False)
     causes += _kind_checks(rk, new)
     if rk.custom and not causes:
         new = api_validation.apply_defaults(new)
