@@ -31,6 +31,7 @@ from joiner.testing.assets import (
     KUBE_SCHEDULER,
     AssetsUnavailable,
     find_envtest,
+    find_karpenter_upstream,
     find_oracle,
 )
 from joiner.testing.envtest import ControlPlane
@@ -147,6 +148,13 @@ def _namespace_name(test_name: str) -> str:
     digest = hashlib.sha1(test_name.encode()).hexdigest()[:8]
     stem = "".join(c if c.isalnum() else "-" for c in test_name.lower()).strip("-")[:40]
     return f"{stem.rstrip('-')}-{digest}"
+
+
+@pytest.fixture(scope="session")
+def karpenter_upstream(control_plane: ControlPlane) -> Path:
+    """Upstream Karpenter's CRDs and examples (``joiner.testing.assets``); the tests that
+    compare with them run them on the real server, so they belong to the envtest tier."""
+    return _tier_part("envtest", find_karpenter_upstream)
 
 
 @pytest.fixture(scope="session")
