@@ -30,6 +30,7 @@ from joiner.api.validation import (
 )
 
 NOT_SUPPORTED = "not supported by Joiner; ignored"
+IGNORED = "Joiner ignores this setting"
 KUBELET_SCHEMA: Schema = EC2NODECLASS.schema.properties["spec"].properties["kubelet"].expected  # type: ignore[assignment]
 
 
@@ -100,20 +101,21 @@ def _advice_warnings(advice: tuple[Advice, ...], value: Any, path: str) -> Itera
 
 def _expected_warnings(expected: Schema, value: Any, path: str) -> Iterator[FieldWarning]:
     """A free-form field against what Joiner reads there: unknown fields are ignored,
-    values Joiner cannot use are ignored too; both are warnings."""
+    values Joiner cannot use are ignored too; both are warnings. The advice on the whole
+    (pairs of settings) is given on what is left once the unusable fields are set aside."""
     errors = schema_errors(expected, value, path)
     for error in errors:
         if error.decoding:
             yield FieldWarning(error.path, NOT_SUPPORTED, UNSUPPORTED)
         else:
-            yield FieldWarning(error.path, f"{error.message}; Joiner ignores this setting", KUBELET)
+            yield FieldWarning(error.path, f"{error.message}; {IGNORED}", KUBELET)
+    if not isinstance(value, dict):
+        return  # the type error says it all
     failed = [error.path for error in errors]
-    for node, val, at in walk(expected, value, path):
-        if not is_malformed(failed, at):
-            for warning in _advice_warnings(node.advice, val, at):
-                yield FieldWarning(
-                    warning.path, f"{warning.message}; Joiner ignores this setting", warning.code
-                )
+    usable = {k: v for k, v in value.items() if not is_malformed(failed, _join(path, f".{k}"))}
+    for node, val, at in walk(expected, usable, path):
+        for warning in _advice_warnings(node.advice, val, at):
+            yield FieldWarning(warning.path, f"{warning.message}; {IGNORED}", warning.code)
 
 
 def _near_error(failed: list[str], path: str) -> bool:
