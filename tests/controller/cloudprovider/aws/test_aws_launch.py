@@ -22,6 +22,7 @@ from aws_moto_seed import (
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.launchtemplates import block_device_mappings
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 
@@ -250,6 +251,21 @@ def test_launch_templates_are_tagged_configured_and_reused(stand: Stand, env: En
         claim("other-one", req(wk.INSTANCE_TYPE, "In", "m5.large"), nodepool="other")
     )
     assert len(env.clients.ec2.describe_launch_templates()["LaunchTemplates"]) == 2
+
+
+def test_block_devices_joiner_cannot_use_as_written() -> None:
+    """The API server takes a mapping without deviceName and a volumeSize of "Ti" (upstream's
+    pattern); EC2 needs a device name, and sizes the volume itself when given none
+    [docs/compatibility.md, block-device]."""
+    mappings = [
+        {"ebs": {"volumeSize": "20Gi"}},
+        {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "Ti", "snapshotID": "snap-1"}},
+        {"deviceName": "/dev/xvdc", "ebs": {"volumeSize": "2T"}},
+    ]
+    assert block_device_mappings(mappings) == [
+        {"DeviceName": "/dev/xvdb", "Ebs": {"SnapshotId": "snap-1", "DeleteOnTermination": True}},
+        {"DeviceName": "/dev/xvdc", "Ebs": {"VolumeSize": 1863, "DeleteOnTermination": True}},
+    ]
 
 
 def test_insufficient_capacity_falls_back_to_the_next_offering(stand: Stand) -> None:
