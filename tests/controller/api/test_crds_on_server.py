@@ -199,12 +199,15 @@ def _disagreement(case: Case, installed: Servers) -> str | None:
 
 @pytest.mark.parametrize("name", [*corpus_files(), EXAMPLES])
 def test_verdicts_agree_with_upstreams_crds_on_the_server(
-    name: str, installed: Servers, karpenter_upstream: Path
+    name: str,
+    installed: Servers,
+    karpenter_upstream: Path,
+    parity_summary: dict[str, tuple[int, int]],
 ) -> None:
     cases = _cases(name, karpenter_upstream)
     wrong = [d for case in cases if (d := _disagreement(case, installed)) is not None]
+    parity_summary[name] = (len(cases) - len(wrong), len(cases))
     agreement = 100 * (len(cases) - len(wrong)) / len(cases)
-    print(f"{name}: {len(cases)} cases, {agreement:.1f}% agreement")
     assert not wrong, f"{name}: {agreement:.1f}% of {len(cases)} cases agree:\n" + "\n".join(wrong)
 
 
