@@ -46,7 +46,7 @@ NODEPOOL: dict[str, Any] = {
             "budgets": [
                 {"nodes": "10%"},
                 {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"},
-            ]
+            ],
         },
     },
 }
