@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api.definitions import EC2NODECLASS
-from joiner.api.definitions.ec2nodeclass import KUBELET
+from joiner.api.definitions.kubelet import KUBELET
 from joiner.api.schema import UNSUPPORTED, Advice, Schema
 from joiner.api.validation import (
     apply_defaults,

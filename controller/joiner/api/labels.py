@@ -123,9 +123,10 @@ BETA_ALIASES = {
 RESTRICTED_LABELS = frozenset({NODEPOOL, HOSTNAME, NODE_REGISTERED, NODE_INITIALIZED})
 # Label domains the kubelet forbids or Karpenter reserves, and their allowed sub-domains.
 AWS_RESTRICTED_LABEL_DOMAINS = (AWS_GROUP,)
+# The kubelet refuses labels of these domains (upstream's CRDs let them through).
+KUBELET_RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 RESTRICTED_LABEL_DOMAINS = (
-    "kubernetes.io",
-    "k8s.io",
+    *KUBELET_RESTRICTED_LABEL_DOMAINS,
     KARPENTER_GROUP,
     *AWS_RESTRICTED_LABEL_DOMAINS,
 )
@@ -180,7 +181,8 @@ def normalize_key(key: str) -> str:
 
 
 def is_restricted_label(key: str) -> bool:
-    """True for keys a NodePool template may not set (the rules of Karpenter's NodePool CRD).
+    """True for keys a NodePool template should not set (Karpenter's run-time rules; its
+    CRDs refuse only some of them, ``joiner validate`` warns about the rest).
 
     Forbidden: karpenter.sh/nodepool, kubernetes.io/hostname, the karpenter.sh, kubernetes.io,
     k8s.io and karpenter.k8s.aws domains. Allowed within them: the well-known labels (except

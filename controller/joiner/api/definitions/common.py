@@ -160,7 +160,7 @@ UNKNOWN_AWS_LABEL = "unknown-aws-label"
 
 def joiner_restricted(key: str, checks: tuple[_KeyCheck, ...]) -> bool:
     """Restricted for Joiner (``labels.is_restricted_label``) though the API server lets
-    it through: kubernetes.io and k8s.io keys, karpenter.k8s.aws/ec2nodeclass."""
+    it through (``checks``): kubernetes.io and k8s.io keys, karpenter.k8s.aws/ec2nodeclass."""
     return (
         wk.is_restricted_label(key)
         and key not in wk.AWS_LABELS_JOINER_DOES_NOT_DERIVE  # their own advice
@@ -169,7 +169,8 @@ def joiner_restricted(key: str, checks: tuple[_KeyCheck, ...]) -> bool:
 
 
 def _restricted_message(key: str) -> str:
-    domain = next((d for d in ("kubernetes.io", "k8s.io") if _head(key).endswith(d)), None)
+    head = _head(key)
+    domain = next((d for d in wk.KUBELET_RESTRICTED_LABEL_DOMAINS if head.endswith(d)), None)
     if domain is None:
         return f'label "{key}" is set by Joiner itself'
     return (
@@ -185,49 +186,50 @@ def _unknown_aws_message(key: str) -> str:
     )
 
 
-def label_key_advice(checks: tuple[_KeyCheck, ...], over_map: bool) -> tuple[Advice, ...]:
-    """Advice on a label key (``over_map``: on every key of a label map)."""
-
-    def each(ok: Callable[[str], bool]) -> Callable[[Any], bool]:
-        return (lambda labels: all(ok(k) for k in labels)) if over_map else ok
-
-    def first(ok: Callable[[str], bool], say: Callable[[str], str]) -> Callable[[Any], str]:
-        if not over_map:
-            return say
-        return lambda labels: say(next(k for k in labels if not ok(k)))
-
-    def restricted_ok(key: str) -> bool:
-        return not joiner_restricted(key, checks)
-
-    def unknown_ok(key: str) -> bool:
-        return key not in wk.AWS_LABELS_JOINER_DOES_NOT_DERIVE
-
-    advice = [
-        Advice(RESTRICTED_LABEL, "restricted label", each(restricted_ok),
-               first(restricted_ok, _restricted_message)),
-        Advice(UNKNOWN_AWS_LABEL, "unknown AWS label", each(unknown_ok),
-               first(unknown_ok, _unknown_aws_message)),
-    ]  # fmt: skip
-    if over_map:  # requirement keys have a pattern; label map keys only this advice
-        advice.append(
-            Advice(
-                INVALID_LABEL,
-                "invalid label key",
-                each(is_qualified_name),
-                first(
-                    is_qualified_name, lambda key: f"{key!r} is not a valid label key; {_NO_JOIN}"
-                ),
-            )
-        )
-    return tuple(advice)
+def _invalid_key_message(key: str) -> str:
+    return f"{key!r} is not a valid label key; {_NO_JOIN}"
 
 
 _NO_JOIN = "the kubelet refuses it, so nodes would never register"
 
 
+def _key_advice(
+    code: str, ok: Callable[[str], bool], say: Callable[[str], str], over_map: bool
+) -> Advice:
+    """Advice on one label key, or (``over_map``) on the first bad key of a label map."""
+    if not over_map:
+        return Advice(code, code, ok, say)
+    return Advice(
+        code,
+        code,
+        lambda labels: all(ok(key) for key in labels),
+        lambda labels: say(next(key for key in labels if not ok(key))),
+    )
+
+
+def label_key_advice(checks: tuple[_KeyCheck, ...], over_map: bool) -> tuple[Advice, ...]:
+    """Advice on a requirement's key, or (``over_map``) on every key of a label map."""
+
+    def not_restricted(key: str) -> bool:
+        return not joiner_restricted(key, checks)
+
+    def derived(key: str) -> bool:
+        return key not in wk.AWS_LABELS_JOINER_DOES_NOT_DERIVE
+
+    advice = [
+        _key_advice(RESTRICTED_LABEL, not_restricted, _restricted_message, over_map),
+        _key_advice(UNKNOWN_AWS_LABEL, derived, _unknown_aws_message, over_map),
+    ]
+    if over_map:  # a requirement's key has a pattern the server checks; a map key none
+        advice.append(_key_advice(INVALID_LABEL, is_qualified_name, _invalid_key_message, True))
+    return tuple(advice)
+
+
 def _listed_values(requirement: dict[str, Any]) -> list[str]:
     """The values a node's label is compared with (Gt and the like take a number)."""
-    return requirement.get("values") or [] if requirement["operator"] in ("In", "NotIn") else []
+    if requirement["operator"] not in ("In", "NotIn"):
+        return []
+    return list(requirement.get("values") or [])
 
 
 def label_value_advice() -> Advice:
@@ -297,15 +299,6 @@ VALUES_IGNORED = "values-ignored"
 def requirement(checks: tuple[_KeyCheck, ...], advise: bool) -> Schema:
     """A node selector requirement; ``checks`` are the keys it may not name. ``advise``
     adds Joiner's advice (NodePool templates, which people write)."""
-    advice = (
-        Advice(
-            VALUES_IGNORED,
-            "Exists and DoesNotExist take no values; Joiner ignores them",
-            lambda r: r["operator"] not in ("Exists", "DoesNotExist") or not r.get("values"),
-            field_path=".values",
-        ),
-        label_value_advice(),
-    )
     return obj(
         "A scheduling requirement on a node label.",
         {
@@ -326,7 +319,19 @@ def requirement(checks: tuple[_KeyCheck, ...], advise: bool) -> Schema:
             ),
         },
         required=("key", "operator"),
-        advice=advice if advise else (),
+        advice=_requirement_advice() if advise else (),
+    )
+
+
+def _requirement_advice() -> tuple[Advice, ...]:
+    return (
+        Advice(
+            VALUES_IGNORED,
+            "Exists and DoesNotExist take no values; Joiner ignores them",
+            lambda r: r["operator"] not in ("Exists", "DoesNotExist") or not r.get("values"),
+            field_path=".values",
+        ),
+        label_value_advice(),
     )
 
 
@@ -399,8 +404,9 @@ NO_DUPLICATE_TAINTS = Advice(
 )
 
 
-def _not_empty(field: str) -> Rule:
-    return Rule(f"{field} may not be empty", lambda value: value != "", cel="self != ''")
+def not_empty(message: str) -> Rule:
+    """An empty string is refused (a field upstream requires to have content)."""
+    return Rule(message, lambda value: value != "", cel="self != ''")
 
 
 NODE_CLASS_KIND = "node-class-kind"
@@ -432,10 +438,10 @@ def node_class_ref(immutable_group_kind: bool) -> Schema:
                 "API group of the node class.",
                 pattern=r"^[^/]*$",
                 hint="expected an API group like karpenter.k8s.aws",
-                rules=(_not_empty("group"),),
+                rules=(not_empty("group may not be empty"),),
             ),
-            "kind": string("Kind of the node class.", rules=(_not_empty("kind"),)),
-            "name": string("Name of the node class.", rules=(_not_empty("name"),)),
+            "kind": string("Kind of the node class.", rules=(not_empty("kind may not be empty"),)),
+            "name": string("Name of the node class.", rules=(not_empty("name may not be empty"),)),
         },
         required=("group", "kind", "name"),
         rules=rules,

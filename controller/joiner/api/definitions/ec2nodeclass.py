@@ -7,16 +7,24 @@ refused only when every term does; ``kubelet`` is free-form), so that Joiner's C
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from joiner.api import ec2nodeclass as ec2
 from joiner.api import labels as wk
-from joiner.api.definitions.common import cel_list, conditions
+from joiner.api.definitions.common import cel_list, conditions, not_empty
+from joiner.api.definitions.kubelet import kubelet
+from joiner.api.definitions.selectors import (
+    ALIAS_FAMILIES,
+    alias_head,
+    ami_terms,
+    capacity_reservation_terms,
+    cel_has_any,
+    has_any,
+    security_group_terms,
+    subnet_terms,
+)
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.schema import (
-    QUANTITY_HINT,
-    QUANTITY_PATTERN,
     Advice,
     Rule,
     Schema,
@@ -30,235 +38,17 @@ from joiner.api.schema import (
     unsupported,
 )
 
-EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
-RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
-EVICTION_THRESHOLD = (
-    r"^(([0-9]{1,2}(\.[0-9]{1,2})?|100(\.0{1,2})?)%|"
-    + QUANTITY_PATTERN.removeprefix("^").removesuffix("$")
-    + ")$"
-)
 # EBS sizes upstream accepts: 1..59000Gi, 1..64000G, up to 58Ti, up to 64T. Its number part
-# of Ti and T may be empty ("Ti"), which Joiner cannot read (see VOLUME_SIZE advice).
+# of Ti and T may be empty ("Ti"), which Joiner cannot read (a block-device warning).
 VOLUME_SIZE = (
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
     r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
     r"|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
 )
-ALIAS_FAMILIES = tuple(sorted(ec2.AMI_ALIAS_FAMILIES))
-WINDOWS_ALIASES = tuple(f for f in ALIAS_FAMILIES if f.startswith("windows"))
 
-KUBELET = "kubelet"
-SELECTOR_TERM = "selector-term"
-SELECTOR_ID = "selector-id"
 BLOCK_DEVICE = "block-device"
 WINDOWS = "windows"
-
-
-def _not_empty(field: str) -> Rule:
-    return Rule(f"{field} cannot be empty", lambda value: value != "", cel="self != ''")
-
-
-# -- selector terms ---------------------------------------------------------------------------
-
-
-def selector_tags() -> Schema:
-    return map_of(
-        string(),
-        "Tags to match; '*' matches any value.",
-        max_properties=20,
-        rules=(
-            Rule(
-                "empty tag keys or values aren't supported",
-                lambda tags: all(k != "" and v != "" for k, v in tags.items()),
-                cel="self.all(k, k != '' && self[k] != '')",
-            ),
-        ),
-    )
-
-
-def _has_any(term: dict[str, Any], fields: tuple[str, ...]) -> bool:
-    return any(f in term for f in fields)
-
-
-def _cel_has_any(fields: tuple[str, ...], var: str = "x") -> str:
-    return " || ".join(f"has({var}.{f})" for f in fields)
-
-
-def _needs_one(fields: tuple[str, ...], what: str) -> Rule:
-    return Rule(
-        f"each {what} needs one of {', '.join(fields)}",
-        lambda terms: all(_has_any(t, fields) for t in terms),
-        cel=f"self.all(x, {_cel_has_any(fields)})",
-    )
-
-
-def _exclusive_in_every(field: str, others: tuple[str, ...], what: str) -> Rule:
-    """Upstream's rule, which refuses ``field`` with ``others`` only when every term has
-    them (and an empty list)."""
-    return Rule(
-        f"'{field}' is mutually exclusive, cannot be set with other fields in a {what}",
-        lambda terms: not all(field in t and _has_any(t, others) for t in terms),
-        cel=f"!self.all(x, has(x.{field}) && ({_cel_has_any(others)}))",
-    )
-
-
-def _exclusive_in_any(field: str, others: tuple[str, ...], what: str) -> Rule:
-    return Rule(
-        f"'{field}' is mutually exclusive, cannot be set with other fields in an {what}",
-        lambda terms: not any(field in t and _has_any(t, others) for t in terms),
-        cel=f"!self.exists(x, has(x.{field}) && ({_cel_has_any(others)}))",
-    )
-
-
-def _not_empty_list(field: str) -> Rule:
-    return Rule(f"{field} cannot be empty", lambda terms: len(terms) != 0, cel="self.size() != 0")
-
-
-def _mixed_term_advice(field: str, others: tuple[str, ...]) -> Advice:
-    return Advice(
-        SELECTOR_TERM,
-        f"'{field}' set with other fields in a term",
-        lambda term: field not in term or not _has_any(term, others),
-        lambda term: (
-            f"'{field}' is set with {', '.join(o for o in others if o in term)} in one term: "
-            "upstream Karpenter refuses this unless another term does not; Joiner selects "
-            "what matches all of them"
-        ),
-    )
-
-
-def _id_advice(prefix: str, what: str) -> Advice:
-    exact = re.compile(rf"{prefix}-[0-9a-z]+")
-    return Advice(
-        SELECTOR_ID,
-        f"not {what} id",
-        lambda value: exact.fullmatch(value) is not None,
-        lambda value: (
-            f"{value!r} is not {what} id ({prefix}-...): the API server accepts any text "
-            f"containing one, and EC2 finds nothing by it"
-        ),
-    )
-
-
-def _id(prefix: str, what: str) -> Schema:
-    return string(
-        f"{what} id",
-        pattern=f"{prefix}-[0-9a-z]+",
-        hint=f"expected an id like {prefix}-0123abcd",
-        advice=(_id_advice(prefix, what),),
-    )
-
-
-def subnet_terms() -> Schema:
-    what = "subnet selector term"
-    return array(
-        obj(
-            "Subnets to launch into: by tags or by id.",
-            {"tags": selector_tags(), "id": _id("subnet", "a subnet")},
-            advice=(_mixed_term_advice("id", ("tags",)),),
-        ),
-        "Subnets for the nodes (terms are alternatives).",
-        max_items=30,
-        rules=(
-            _not_empty_list("subnetSelectorTerms"),
-            _needs_one(("tags", "id"), what),
-            _exclusive_in_every("id", ("tags",), what),
-        ),
-    )
-
-
-def security_group_terms() -> Schema:
-    what = "security group selector term"
-    return array(
-        obj(
-            "Security groups for the nodes: by tags, id or name.",
-            {"tags": selector_tags(), "id": _id("sg", "a security group"), "name": string()},
-            advice=(
-                _mixed_term_advice("id", ("tags", "name")),
-                _mixed_term_advice("name", ("tags", "id")),
-            ),
-        ),
-        "Security groups for the nodes (terms are alternatives).",
-        max_items=30,
-        rules=(
-            _not_empty_list("securityGroupSelectorTerms"),
-            _needs_one(("tags", "id", "name"), what),
-            _exclusive_in_every("id", ("tags", "name"), what),
-            _exclusive_in_every("name", ("tags", "id"), what),
-        ),
-    )
-
-
-def _alias_head(alias: str) -> str:
-    """CEL's ``alias.find('^[^@]+')``: the family part of family@version."""
-    match = re.match(r"[^@]+", alias)
-    return match.group(0) if match else ""
-
-
-def _alias_rules() -> tuple[Rule, ...]:
-    return (
-        Rule(
-            "alias must be family@version, like al2023@latest",
-            lambda alias: re.fullmatch(r"[a-zA-Z0-9]+@.+", alias) is not None,
-            cel="self.matches('^[a-zA-Z0-9]+@.+$')",
-        ),
-        Rule(
-            "alias family must be one of " + ", ".join(ALIAS_FAMILIES),
-            lambda alias: alias.split("@")[0] in ALIAS_FAMILIES,
-            cel=f"self.split('@')[0] in {cel_list(ALIAS_FAMILIES)}",
-        ),
-        Rule(
-            "windows families only support version 'latest'",
-            lambda alias: (
-                alias.split("@")[0] not in WINDOWS_ALIASES or alias.split("@")[1] == "latest"
-            ),
-            cel=f"!(self.split('@')[0] in {cel_list(WINDOWS_ALIASES)})"
-            " || self.split('@')[1] == 'latest'",
-        ),
-    )
-
-
-def ami_terms() -> Schema:
-    what = "AMI selector term"
-    return array(
-        obj(
-            "AMIs for the nodes: an alias (al2023@latest), or by tags, id, name, owner, "
-            "ssmParameter.",
-            {
-                "alias": string(
-                    "family@version, e.g. al2023@latest or bottlerocket@v1.20.3.",
-                    max_length=30,
-                    rules=_alias_rules(),
-                ),
-                "tags": selector_tags(),
-                "id": _id("ami", "an AMI"),
-                "name": string(),
-                "owner": string("An account id, or amazon, self, ..."),
-                "ssmParameter": string("An SSM parameter holding an AMI id."),
-            },
-        ),
-        "AMIs for the nodes (terms are alternatives).",
-        min_items=1,
-        max_items=30,
-        rules=(
-            _needs_one(("tags", "id", "name", "alias", "ssmParameter"), what),
-            _exclusive_in_any("id", ("alias", "tags", "name", "owner"), what),
-            _exclusive_in_any("alias", ("id", "tags", "name", "owner"), what),
-            Rule(
-                "'alias' must be the only amiSelectorTerm",
-                lambda terms: len(terms) == 1 or not any("alias" in t for t in terms),
-                cel="self.size() == 1 || !self.exists(x, has(x.alias))",
-            ),
-        ),
-    )
 
 
 def _family_fits(spec: dict[str, Any]) -> bool:
@@ -268,7 +58,7 @@ def _family_fits(spec: dict[str, Any]) -> bool:
     if family is None or family == "Custom":
         return True
     for term in spec["amiSelectorTerms"]:
-        head = _alias_head(term["alias"]) if "alias" in term else None
+        head = alias_head(term["alias"]) if "alias" in term else None
         if head in ec2.AMI_ALIAS_FAMILIES and ec2.AMI_ALIAS_FAMILIES[head] != family:
             return False
     return True
@@ -310,7 +100,7 @@ def _windows_advice() -> Advice:
     def windows(spec: dict[str, Any]) -> bool:
         family = spec.get("amiFamily") or next(
             (
-                ec2.AMI_ALIAS_FAMILIES.get(_alias_head(t["alias"]), "")
+                ec2.AMI_ALIAS_FAMILIES.get(alias_head(t["alias"]), "")
                 for t in spec.get("amiSelectorTerms") or []
                 if "alias" in t
             ),
@@ -348,103 +138,6 @@ def _forbidden_tag_rules() -> tuple[Rule, ...]:
         for key in exact
     ]
     return tuple(rules)
-
-
-# -- kubelet: free-form for the API server; what Joiner reads -----------------------------------
-
-
-def _kubelet_advice(message: str, holds: Any, field_path: str) -> Advice:
-    return Advice(KUBELET, message, holds, field_path=field_path)
-
-
-def _signal_map(description: str, values: Schema, name: str) -> Schema:
-    return map_of(
-        values,
-        description,
-        advice=(
-            Advice(
-                KUBELET,
-                f"valid keys for {name} are {list(EVICTION_SIGNALS)}",
-                lambda m: all(k in EVICTION_SIGNALS for k in m),
-            ),
-        ),
-    )
-
-
-def _reserved_map(name: str) -> Schema:
-    return map_of(
-        string(pattern=QUANTITY_PATTERN, hint=QUANTITY_HINT),
-        f"Resources reserved for {name.removesuffix('Reserved')} daemons.",
-        advice=(
-            Advice(
-                KUBELET,
-                f"valid keys for {name} are {list(RESERVED_RESOURCES)}",
-                lambda m: all(k in RESERVED_RESOURCES for k in m),
-            ),
-            Advice(
-                KUBELET,
-                f"{name} values cannot be negative quantities",
-                lambda m: not any(str(v).startswith("-") for v in m.values()),
-            ),
-        ),
-    )
-
-
-def _kubelet_rules() -> tuple[Advice, ...]:
-    def keys(spec: dict[str, Any], name: str) -> set[str]:
-        return set(spec.get(name) or {})
-
-    return (
-        _kubelet_advice(
-            "every evictionSoft signal needs a matching evictionSoftGracePeriod",
-            lambda k: keys(k, "evictionSoft") <= keys(k, "evictionSoftGracePeriod"),
-            ".evictionSoft",
-        ),
-        _kubelet_advice(
-            "every evictionSoftGracePeriod signal needs a matching evictionSoft",
-            lambda k: keys(k, "evictionSoftGracePeriod") <= keys(k, "evictionSoft"),
-            ".evictionSoftGracePeriod",
-        ),
-        _kubelet_advice(
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-            lambda k: (
-                "imageGCHighThresholdPercent" not in k
-                or "imageGCLowThresholdPercent" not in k
-                or k["imageGCHighThresholdPercent"] > k["imageGCLowThresholdPercent"]
-            ),
-            ".imageGCHighThresholdPercent",
-        ),
-    )
-
-
-def kubelet() -> Schema:
-    """The kubelet settings Joiner reads (upstream's CRD keeps ``kubelet`` free-form)."""
-    threshold = string(pattern=EVICTION_THRESHOLD, hint="expected a percentage or a quantity")
-    grace = string(pattern=r"^([0-9]+(\.[0-9]+)?(s|m|h))+$", hint="expected a duration like 1m30s")
-    return obj(
-        "Kubelet configuration of the nodes.",
-        {
-            "clusterDNS": array(string(), "DNS server addresses for pods."),
-            "maxPods": integer("Most pods a node may run.", minimum=0),
-            "podsPerCore": integer("Most pods per CPU core.", minimum=0),
-            "systemReserved": _reserved_map("systemReserved"),
-            "kubeReserved": _reserved_map("kubeReserved"),
-            "evictionHard": _signal_map("Hard eviction thresholds.", threshold, "evictionHard"),
-            "evictionSoft": _signal_map("Soft eviction thresholds.", threshold, "evictionSoft"),
-            "evictionSoftGracePeriod": _signal_map(
-                "How long a soft threshold must hold before eviction.",
-                grace,
-                "evictionSoftGracePeriod",
-            ),
-            "evictionMaxPodGracePeriod": integer(
-                "Longest pod grace period (seconds) for soft evictions."
-            ),
-            "imageGCHighThresholdPercent": integer(minimum=0, maximum=100),
-            "imageGCLowThresholdPercent": integer(minimum=0, maximum=100),
-            "cpuCFSQuota": boolean("Enforce CPU limits with CFS quota."),
-        },
-        advice=_kubelet_rules(),
-    )
 
 
 # -- block devices ----------------------------------------------------------------------------
@@ -565,33 +258,6 @@ def metadata_options() -> Schema:
 # -- fields upstream defines and Joiner does not implement -----------------------------------
 
 
-def _capacity_reservation_terms() -> Schema:
-    fields = ("tags", "id", "instanceMatchCriteria")
-    return unsupported(
-        array(
-            obj(
-                "Capacity reservations to launch into.",
-                {
-                    "id": string(pattern=r"^cr-[0-9a-z]+$", hint="expected cr-..."),
-                    "instanceMatchCriteria": string(enum=("open", "targeted")),
-                    "ownerID": string(pattern=r"^[0-9]{12}$", hint="expected an account id"),
-                    "tags": selector_tags(),
-                },
-            ),
-            "Capacity reservation selector terms.",
-            max_items=30,
-            rules=(
-                _needs_one(fields, "capacity reservation selector term"),
-                _exclusive_in_every(
-                    "id",
-                    ("tags", "ownerID", "instanceMatchCriteria"),
-                    "capacity reservation selector term",
-                ),
-            ),
-        )
-    )
-
-
 def _connection_tracking() -> Schema:
     fields = ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")
     return unsupported(
@@ -605,8 +271,8 @@ def _connection_tracking() -> Schema:
             rules=(
                 Rule(
                     "at least one of " + ", ".join(fields) + " must be set",
-                    lambda tracking: _has_any(tracking, fields),
-                    cel=_cel_has_any(fields, "self"),
+                    lambda tracking: has_any(tracking, fields),
+                    cel=cel_has_any(fields, "self"),
                 ),
             ),
         )
@@ -686,7 +352,7 @@ def _placement_group() -> Schema:
             rules=(
                 Rule(
                     "placementGroupSelector needs one of name, id",
-                    lambda selector: _has_any(selector, ("name", "id")),
+                    lambda selector: has_any(selector, ("name", "id")),
                     cel="has(self.name) || has(self.id)",
                 ),
                 Rule(
@@ -708,10 +374,12 @@ def ec2nodeclass_spec() -> Schema:
             "amiSelectorTerms": ami_terms(),
             "amiFamily": string("Bootstrap format of the AMIs.", enum=ec2.AMI_FAMILIES),
             "role": string(
-                "IAM role for the nodes' instance profile.", rules=(_not_empty("role"),)
+                "IAM role for the nodes' instance profile.",
+                rules=(not_empty("role cannot be empty"),),
             ),
             "instanceProfile": string(
-                "An existing instance profile.", rules=(_not_empty("instanceProfile"),)
+                "An existing instance profile.",
+                rules=(not_empty("instanceProfile cannot be empty"),),
             ),
             "tags": map_of(string(), "Tags on launched resources.", rules=_forbidden_tag_rules()),
             "userData": string("User data merged with Joiner's bootstrap."),
@@ -721,7 +389,7 @@ def ec2nodeclass_spec() -> Schema:
             "associatePublicIPAddress": boolean(),
             "detailedMonitoring": boolean(),
             "instanceStorePolicy": string(enum=("RAID0",)),
-            "capacityReservationSelectorTerms": _capacity_reservation_terms(),
+            "capacityReservationSelectorTerms": capacity_reservation_terms(),
             "connectionTracking": _connection_tracking(),
             "context": unsupported(string("An EC2 Fleet context.")),
             "cpuOptions": unsupported(
