@@ -63,13 +63,13 @@ class MetaProblem(NamedTuple):
 # -- the predicates, shared with the kind schemas and the in-memory API server ---------------
 
 
+def _problems(text: str, most: int, form: re.Pattern[str], message: str) -> list[str]:
+    too_long = [f"must be no more than {most} characters"] if len(text) > most else []
+    return too_long + ([] if form.fullmatch(text) else [message])
+
+
 def subdomain_problems(name: str) -> list[str]:
-    problems = []
-    if len(name) > DNS_SUBDOMAIN_MAX:
-        problems.append(f"must be no more than {DNS_SUBDOMAIN_MAX} characters")
-    if not _DNS_SUBDOMAIN.fullmatch(name):
-        problems.append(SUBDOMAIN_MESSAGE)
-    return problems
+    return _problems(name, DNS_SUBDOMAIN_MAX, _DNS_SUBDOMAIN, SUBDOMAIN_MESSAGE)
 
 
 def qualified_name_problems(key: str) -> list[str]:
@@ -100,12 +100,7 @@ def is_qualified_name(key: str) -> bool:
 
 
 def label_value_problems(value: str) -> list[str]:
-    problems = []
-    if len(value) > LABEL_MAX:
-        problems.append(f"must be no more than {LABEL_MAX} characters")
-    if not _LABEL_VALUE.fullmatch(value):
-        problems.append(LABEL_VALUE_MESSAGE)
-    return problems
+    return _problems(value, LABEL_MAX, _LABEL_VALUE, LABEL_VALUE_MESSAGE)
 
 
 def is_label_value(value: str) -> bool:
