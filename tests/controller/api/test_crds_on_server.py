@@ -177,6 +177,37 @@ def test_both_sets_of_crds_are_established(installed: Servers) -> None:
     assert names == [crd["metadata"]["name"] for crd in render_crds()]
 
 
+def _fields(schema: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Every field path a structural schema defines ("spec.taints[].key", "x{*}" where it
+    keeps anything)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        yield f"{path}{{*}}"
+        return
+    for name, child in (schema.get("properties") or {}).items():
+        yield f"{path}.{name}".removeprefix(".")
+        yield from _fields(child, f"{path}.{name}".removeprefix("."))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _fields(schema["additionalProperties"], f"{path}.*")
+    if isinstance(schema.get("items"), dict):
+        yield from _fields(schema["items"], f"{path}[]")
+
+
+def test_joiner_crds_define_exactly_upstreams_fields(installed: Servers) -> None:
+    """An unknown field is refused: a field only one side defines would split verdicts."""
+
+    def by_kind(crds: list[dict[str, Any]]) -> dict[str, set[str]]:
+        return {
+            crd["spec"]["names"]["kind"]: set(
+                _fields(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+            )
+            for crd in crds
+        }
+
+    joiner = by_kind(installed.joiner_crds)  # type: ignore[attr-defined]
+    upstream = by_kind(installed.upstream_crds)  # type: ignore[attr-defined]
+    assert joiner == upstream
+
+
 def _cases(name: str, upstream: Path) -> list[Case]:
     return upstream_examples(upstream / UPSTREAM_EXAMPLES) if name == EXAMPLES else corpus(name)
 

@@ -435,7 +435,6 @@ def ec2nodeclass_status() -> Schema:
                                     "key": string(),
                                     "operator": string(),
                                     "values": array(string()),
-                                    "minValues": integer(),
                                 },
                                 required=("key", "operator"),
                             )
@@ -445,7 +444,20 @@ def ec2nodeclass_status() -> Schema:
                 )
             ),
             "capacityReservations": array(
-                any_object(obj("A capacity reservation (not used by Joiner)."))
+                obj(
+                    "A capacity reservation (upstream's; Joiner writes none).",
+                    {
+                        "availabilityZone": string(),
+                        "endTime": string(format="date-time"),
+                        "id": string(),
+                        "instanceMatchCriteria": string(),
+                        "instanceType": string(),
+                        "interruptible": boolean(),
+                        "ownerID": string(),
+                        "reservationType": string(),
+                        "state": string(),
+                    },
+                )
             ),
             "instanceProfile": string(),
             "conditions": conditions(),
