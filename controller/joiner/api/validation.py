@@ -122,6 +122,8 @@ def validate_update(old: Any, new: Any) -> list[FieldError]:
         return errors
     if old_kind is not new_kind:
         return [*errors, FieldError("kind", "may not change")]
+    if any(error.blocking or error.decoding for error in errors):
+        return errors  # no rule runs then, transition rules neither
     return errors + list(_transition_errors(new_kind.schema, old, new, ""))
 
 

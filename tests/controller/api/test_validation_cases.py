@@ -161,6 +161,15 @@ def test_update_accepts_mutable_changes(base: str, changes: dict[str, Any]) -> N
     assert validate_update(old, apply_defaults(changed(load(base), changes))) == []
 
 
+def test_a_blocking_error_in_an_update_stops_the_transition_rules_too() -> None:
+    old = apply_defaults(load(NP))
+    new = changed(old, {"spec.weight": "5", "spec.template.spec.nodeClassRef.kind": "Other"})
+    assert _pairs(validate_update(old, new)) == [
+        ("spec.weight", "must be an integer, got string '5'"),
+        NOT_CHECKED_ERROR,
+    ]
+
+
 def test_update_reports_new_object_errors_and_kind_change() -> None:
     old = apply_defaults(load(NP))
     assert _pairs(validate_update(old, changed(old, {"spec.weight": 0}))) == [
