@@ -118,12 +118,17 @@ def _as(obj: Any, upstream: bool) -> Any:
 # -- installing the CRDs ----------------------------------------------------------------------
 
 
+_NAMES = ("kind", "listKind", "plural", "singular")
+
+
 def _upstream_crds(directory: Path) -> list[dict[str, Any]]:
     crds = []
     for name in UPSTREAM_CRDS:
         crd = yaml.safe_load((directory / name).read_text())
         spec = crd["spec"]
         spec["group"] = UPSTREAM + spec["group"]
+        # no short names or categories: `kubectl get ec2nc` still means Joiner's kind
+        spec["names"] = {k: v for k, v in spec["names"].items() if k in _NAMES}
         crd["metadata"] = {"name": f"{spec['names']['plural']}.{spec['group']}"}
         crds.append(crd)
     return crds
