@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -38,9 +37,6 @@ CLUSTER = "test-cluster"
 K8S_VERSION = "1.31"
 ROLE = "test-node-role"
 DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
-PRICE_FILE = (
-    Path(__file__).resolve().parents[5] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
-)
 
 # (SSM parameter, architecture) for each alias-resolvable AMI that gets seeded.
 EKS = f"/aws/service/eks/optimized-ami/{K8S_VERSION}"
@@ -242,20 +238,13 @@ class Stand:
         return nodeclass
 
 
-def make_pricing(
-    url: str, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
-) -> PricingProvider:
+def make_pricing(url: str, catalogue: InstanceTypeCatalogue) -> PricingProvider:
     """Prices from moto (its Pricing API fails; spot history as moto or the test serves
-    it) over the real us-east-1 on-demand table, refreshed once."""
+    it) over the package's us-east-1 on-demand table, refreshed once."""
 
     clients = make_clients(url)
     pricing = PricingProvider(
-        FakeClock(),
-        REGION,
-        pricing_client=clients.pricing,
-        ec2=clients.ec2,
-        static_on_demand=price_table,
-        infos=catalogue.infos,
+        FakeClock(), REGION, pricing_client=clients.pricing, ec2=clients.ec2, infos=catalogue.infos
     )
     pricing.refresh_if_due()
     return pricing

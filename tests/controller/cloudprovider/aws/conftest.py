@@ -6,10 +6,11 @@ catalogue loaded once per session (moto's unfiltered DescribeInstanceTypes takes
 from __future__ import annotations
 
 import pytest
-from aws_moto_seed import PRICE_FILE, Env, make_clients, make_pricing, seed_env
+from aws_moto_seed import REGION, Env, make_clients, make_pricing, seed_env
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
-from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
+from joiner.cloudprovider.aws.pricetables import builtin_table
+from joiner.cloudprovider.aws.pricing import PricingProvider
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +23,8 @@ def catalogue(moto_url: str) -> InstanceTypeCatalogue:
 
 @pytest.fixture(scope="session")
 def price_table() -> dict[str, float]:
-    return load_price_file(PRICE_FILE)
+    """The package's us-east-1 list prices."""
+    return dict(builtin_table(REGION).prices)
 
 
 @pytest.fixture
@@ -31,8 +33,6 @@ def env(moto_url: str) -> Env:
 
 
 @pytest.fixture(scope="session")
-def pricing(
-    moto_url: str, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
-) -> PricingProvider:
+def pricing(moto_url: str, catalogue: InstanceTypeCatalogue) -> PricingProvider:
     """Refreshed once (moto's full spot history takes seconds to parse)."""
-    return make_pricing(moto_url, catalogue, price_table)
+    return make_pricing(moto_url, catalogue)
