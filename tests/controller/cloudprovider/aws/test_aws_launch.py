@@ -330,7 +330,7 @@ def test_spot_dearer_than_on_demand_is_dropped(
     seed_spot_prices(
         monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"}
     )
-    stand = make_stand(env, catalogue, make_pricing(env.url, catalogue))
+    stand = make_stand(env, catalogue, make_pricing(env.controller, catalogue))
     stand.add_nodeclass()
     launched = stand.provider.create(
         claim(

@@ -28,8 +28,8 @@ def provider(env: Env, catalogue: InstanceTypeCatalogue, clock: FakeClock, **kw)
     return PricingProvider(
         clock,
         "us-east-1",
-        pricing_client=env.clients.pricing,
-        ec2=env.clients.ec2,
+        pricing_client=env.controller.pricing,
+        ec2=env.controller.ec2,
         infos=catalogue.infos,
         **kw,
     )
