@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_moto_seed import Env, seed_spot_prices
+from aws_moto_seed import (
+    ACCOUNT,
+    CLUSTER,
+    K8S_VERSION,
+    REGION,
+    Env,
+    client,
+    moto_unenforced,
+    seed_spot_prices,
+)
 from joiner.api import labels as wk
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
@@ -18,6 +27,8 @@ from joiner.cloudprovider.aws.pricing import (
     PricingProvider,
     parse_on_demand_product,
 )
+from joiner.commands.controller import aws_cloud_factory
+from joiner.settings import Settings
 from pricing_api import RecordedPricingAPI
 from test_aws_pricegen import pricing_client
 
@@ -107,6 +118,34 @@ def test_isolated_vpc_prices_from_the_built_in_list_and_estimates_the_rest(
     estimate = PriceEstimator(price_table, infos).estimate(infos["r9g.large"])
     assert pricing.price(infos["r9g.large"], OD, "us-east-1a") == estimate
     assert estimate > 0
+
+
+def test_isolated_vpc_setting_prices_at_the_list_prices(
+    env: Env, catalogue: InstanceTypeCatalogue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ISOLATED_VPC=true`` through the controller command's own wiring: no pricing
+    client at all, and us-east-1's list prices from the first decision on."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", env.controller_keys.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", env.controller_keys.secret_access_key)
+    client(env, "eks", env.admin_keys).create_cluster(
+        name=CLUSTER,
+        version=K8S_VERSION,
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/cluster",
+        resourcesVpcConfig={"subnetIds": sorted(env.subnets.values())},
+    )
+    settings = Settings.from_env(
+        {"CLUSTER_NAME": CLUSTER, "AWS_REGION": REGION, "ISOLATED_VPC": "true"}
+    )
+    with moto_unenforced(env):
+        build = aws_cloud_factory(settings, endpoint_url=env.url)
+    cloud, _ = build(lambda name: None)
+    assert cloud.clients.pricing is None
+    infos = catalogue.infos()
+    prices = {
+        name: cloud.pricing.price(infos[name], OD, "us-east-1a")
+        for name in ("m5.large", "c6i.xlarge", "r7g.2xlarge")
+    }
+    assert prices == {"m5.large": 0.096, "c6i.xlarge": 0.17, "r7g.2xlarge": 0.4284}
 
 
 def test_every_type_has_a_positive_price(catalogue: InstanceTypeCatalogue) -> None:
