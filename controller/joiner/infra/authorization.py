@@ -162,42 +162,14 @@ class _Model:
 
     def create_fleet(self) -> list[Request]:
         specs = _tag_specs(self.params.get("TagSpecifications"))
-        spot = self.params["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
-        referenced: list[tuple[str, Mapping[str, str]]] = []  # (ARN, resource tags)
-        created_tags: dict[str, dict[str, str]] = {}
-        role_arns: set[str] = set()
-        for config in self.params["LaunchTemplateConfigs"]:
-            spec = config["LaunchTemplateSpecification"]
-            template = self.facts.launch_template(
-                spec.get("LaunchTemplateId") or spec["LaunchTemplateName"]
-            )
-            if template is None:
-                continue  # EC2 answers that the template does not exist
-            referenced.append(
-                (self.ec2_arn(f"launch-template/{template.template_id}"), template.tags)
-            )
-            for kind, tags in template.tag_specifications.items():
-                created_tags.setdefault(kind, {}).update(tags)
-            images = {o.get("ImageId") or template.image_id for o in config["Overrides"]}
-            referenced += [(self.ec2_arn(f"image/{i}"), {}) for i in sorted(images - {None})]
-            referenced += [
-                (self.ec2_arn(f"subnet/{o['SubnetId']}"), {}) for o in config["Overrides"]
-            ]
-            referenced += [
-                (self.ec2_arn(f"security-group/{g}"), {}) for g in template.security_group_ids
-            ]
-            if template.instance_profile:
-                profile = self.facts.instance_profile(template.instance_profile)
-                role_arns.update(profile[1] if profile else ())
+        referenced, created_tags, roles = self._fleet_templates()
         for kind, tags in specs.items():
             created_tags.setdefault(kind, {}).update(tags)
+        spot = self.params["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
         created = [*FLEET_CREATED, "spot-instances-request"] if spot else list(FLEET_CREATED)
+        fleet_tags = specs.get("fleet", {})
         fleet = self.ec2_arn("fleet/*")
-        requests = [
-            self.request(
-                "ec2:CreateFleet", fleet, **tag_context("RequestTag", specs.get("fleet", {}))
-            )
-        ]
+        requests = [self.request("ec2:CreateFleet", fleet, **tag_context("RequestTag", fleet_tags))]
         for action in ("ec2:CreateFleet", "ec2:RunInstances"):
             for kind in created:
                 # a spot request carries no tags of its own here: it is the instance's
@@ -206,17 +178,48 @@ class _Model:
                 requests.append(self.request(action, arn, **tag_context("RequestTag", tags)))
             for arn, tags in referenced:
                 requests.append(self.request(action, arn, **tag_context("ResourceTag", tags)))
-        if specs.get("fleet"):
-            requests.append(
-                self._create_tags(self.ec2_arn("fleet/*"), specs["fleet"], "CreateFleet")
+        if fleet_tags:
+            requests.append(self._create_tags(fleet, fleet_tags, "CreateFleet"))
+        requests += [
+            self._create_tags(self.ec2_arn(f"{kind}/*"), created_tags[kind], "RunInstances")
+            for kind in created
+            if created_tags.get(kind)
+        ]
+        return requests + [self.pass_role(arn) for arn in sorted(roles)]
+
+    def _fleet_templates(
+        self,
+    ) -> tuple[list[tuple[str, Mapping[str, str]]], dict[str, dict[str, str]], set[str]]:
+        """What the fleet's launch templates bring: the resources a launch references
+        (ARN, resource tags), the tags of what it creates, the roles it passes."""
+        referenced: list[tuple[str, Mapping[str, str]]] = []
+        created_tags: dict[str, dict[str, str]] = {}
+        roles: set[str] = set()
+        for config in self.params["LaunchTemplateConfigs"]:
+            spec = config["LaunchTemplateSpecification"]
+            template = self.facts.launch_template(
+                spec.get("LaunchTemplateId") or spec["LaunchTemplateName"]
             )
-        for kind in created:
-            if created_tags.get(kind):
-                requests.append(
-                    self._create_tags(self.ec2_arn(f"{kind}/*"), created_tags[kind], "RunInstances")
-                )
-        requests += [self.pass_role(arn) for arn in sorted(role_arns)]
-        return requests
+            if template is None:
+                continue  # EC2 answers that the template does not exist
+            referenced += self._referenced(template, config["Overrides"])
+            for kind, tags in template.tag_specifications.items():
+                created_tags.setdefault(kind, {}).update(tags)
+            if template.instance_profile:
+                profile = self.facts.instance_profile(template.instance_profile)
+                roles.update(profile[1] if profile else ())
+        return referenced, created_tags, roles
+
+    def _referenced(
+        self, template: LaunchTemplateFacts, overrides: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[str, Mapping[str, str]]]:
+        images = {o.get("ImageId") or template.image_id for o in overrides} - {None}
+        return [
+            (self.ec2_arn(f"launch-template/{template.template_id}"), template.tags),
+            *((self.ec2_arn(f"image/{i}"), {}) for i in sorted(images)),
+            *((self.ec2_arn(f"subnet/{o['SubnetId']}"), {}) for o in overrides),
+            *((self.ec2_arn(f"security-group/{g}"), {}) for g in template.security_group_ids),
+        ]
 
     # --- SSM, pricing, EKS ----------------------------------------------------------------
 
