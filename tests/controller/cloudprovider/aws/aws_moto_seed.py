@@ -79,8 +79,6 @@ AMI_PARAMETERS = {
 }
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 UNENFORCED = Keys("testing", "testing")  # any key does while moto enforces nothing
-
-
 ACCOUNT = DEFAULT_ACCOUNT_ID
 QUEUE = CLUSTER  # the interruption queue the controller policy grants
 POLICY_PARAMS = ControllerPolicyParams(
