@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ASSETS = Path("controller/joiner/testing/assets.py")
 ALLOWED = {ASSETS, Path(__file__).resolve().relative_to(ROOT)}  # this check's own examples
 SKIPPED_DIRS = {".git", ".venv", "__pycache__", "build", "reports", ".ruff_cache", ".hypothesis"}
+# Documentation may say where the workplace archives are; it reads nothing.
+PROSE_SUFFIXES = {".md"}
 # A path into the shared directory: ../shared, /work/shared, shared/<its entries>, or a
 # pathlib/os.path join with "shared" as a component.
 SHARED_REFERENCE = re.compile(
@@ -31,7 +33,7 @@ def project_files() -> list[Path]:
         skipped = SKIPPED_DIRS & set(relative.parts) or any(
             part.endswith(".egg-info") for part in relative.parts
         )
-        if path.is_file() and not skipped:
+        if path.is_file() and not skipped and path.suffix not in PROSE_SUFFIXES:
             files.append(relative)
     return sorted(files)
 
