@@ -64,7 +64,7 @@ def kind_of(obj: Any) -> tuple[Kind | None, list[FieldError]]:
     if not isinstance(obj, dict):
         return None, [FieldError("", f"expected an object (a mapping), got {_type_name(obj)}")]
     errors = [
-        FieldError(field, "is required")
+        FieldError(field, _identity_problem(obj.get(field)))
         for field in ("apiVersion", "kind")
         if not isinstance(obj.get(field), str) or not obj.get(field)
     ]
@@ -78,6 +78,13 @@ def kind_of(obj: Any) -> tuple[Kind | None, list[FieldError]]:
         message = f"{kind.kind} is served as {kind.api_version}, got {obj['apiVersion']!r}"
         return None, [FieldError("apiVersion", message)]
     return kind, []
+
+
+def _identity_problem(value: Any) -> str:
+    """Why an apiVersion or kind that is not a non-empty string names nothing."""
+    if value is None or value == "":
+        return "is required"
+    return f"must be a string, got {_describe_value(value, quote_hint=False)}"
 
 
 def is_joiner_api_version(api_version: Any) -> bool:
@@ -145,7 +152,18 @@ def schema_errors(schema: Schema, value: Any, path: str = "") -> list[FieldError
 
 def is_malformed(error_paths: list[str], path: str) -> bool:
     """True when one of ``error_paths`` is at or below ``path``."""
-    return any(_within(p, path) for p in error_paths)
+    return path in _malformed_paths(error_paths)
+
+
+def _malformed_paths(error_paths: list[str]) -> set[str]:
+    """Every path at or above one of ``error_paths``: ``a.b[0]`` gives ``a.b[0]``, ``a.b``,
+    ``a`` and the root ``""``. A set, so that asking for each node of an object with
+    many errors stays linear (asking each node about each error was quadratic)."""
+    paths = {""} if error_paths else set()
+    for error_path in error_paths:
+        paths.add(error_path)
+        paths.update(error_path[:i] for i, char in enumerate(error_path) if char in ".[" and i)
+    return paths
 
 
 # -- the API server's steps -------------------------------------------------------------------
@@ -469,12 +487,6 @@ def _join(path: str, suffix: str) -> str:
     if suffix and suffix[0] not in ".[":
         suffix = "." + suffix
     return path + suffix
-
-
-def _within(error_path: str, node_path: str) -> bool:
-    if not node_path:
-        return True
-    return error_path == node_path or error_path.startswith((node_path + ".", node_path + "["))
 
 
 def _type_name(value: Any) -> str:

@@ -16,8 +16,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
+from joiner import yamlio
 from joiner.api.compatibility import validation_warnings
 from joiner.api.validation import is_joiner_api_version, validate_object
 
@@ -54,8 +53,8 @@ def check_file(name: str, strict: bool = False) -> Iterator[tuple[str, bool]]:
     not fine."""
     label = "<stdin>" if name == STDIN else name
     try:
-        text = sys.stdin.read() if name == STDIN else _read(name)
-    except (OSError, UnicodeDecodeError) as error:
+        text = yamlio.read_text(sys.stdin.buffer if name == STDIN else name)
+    except (OSError, UnicodeDecodeError, yamlio.InputTooLarge) as error:
         yield f"{label}: cannot read: {_reason(error)}", False
         return
     found = False
@@ -66,20 +65,14 @@ def check_file(name: str, strict: bool = False) -> Iterator[tuple[str, bool]]:
         yield f"{label}: no objects", True
 
 
-def _read(name: str) -> str:
-    with open(name, encoding="utf-8") as handle:
-        return handle.read()
-
-
 def _check_text(label: str, text: str, strict: bool) -> Iterator[tuple[str, bool]]:
-    documents = yaml.safe_load_all(text)
     index = 0
     try:
-        for index, document in enumerate(documents, start=1):
+        for index, document in enumerate(yamlio.load_all(text), start=1):
             for obj in _objects(document):
                 yield from _check_object(label, index, obj, strict)
-    except yaml.YAMLError as error:
-        yield f"{label}: document {index + 1}: not valid YAML: {_yaml_problem(error)}", False
+    except yamlio.YAMLInputError as error:
+        yield f"{label}: document {index + 1}: {error}", False
 
 
 def _objects(document: Any) -> list[Any]:
@@ -128,14 +121,9 @@ def _describe(obj: Any, index: int) -> str:
     return f"{kind} in document {index}" if kind else f"document {index}"
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(error).replace("\n", " ")
-
-
-def _reason(error: OSError | UnicodeDecodeError) -> str:
+def _reason(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
     if isinstance(error, UnicodeDecodeError):
         return "not UTF-8 text"
-    return error.strerror or str(error)
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return str(error)

@@ -1,7 +1,6 @@
 """Where the real parts the tests run against come from: the envtest control plane
-(kube-apiserver, etcd, kube-controller-manager, kube-scheduler), upstream Karpenter's
-scheduler as a command (the oracle), and upstream Karpenter's CRDs and example manifests
-(what Joiner's API must agree with).
+(kube-apiserver, etcd, kube-controller-manager, kube-scheduler) and upstream Karpenter's
+scheduler as a command (the oracle).
 
 Each is found the same way, the first that has it wins:
 
@@ -36,7 +35,6 @@ import yaml
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 ORACLE_ENV = "KARPENTER_ORACLE_BIN"
-UPSTREAM_ENV = "KARPENTER_UPSTREAM_DIR"
 ENVTEST_VERSION = "1.36.2"
 CONTROL_PLANE = ("etcd", "kube-apiserver")
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
@@ -46,14 +44,6 @@ KUBE_SCHEDULER = "kube-scheduler"
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 ENVTEST_ARCHIVE = SHARED / "envtest" / f"envtest-v{ENVTEST_VERSION}-linux-amd64.tar.xz"
 ORACLE_ARCHIVE = SHARED / "karpenter-oracle" / "karpenter-oracle.test.xz"
-UPSTREAM_DIR = SHARED / "karpenter-upstream"
-# What Joiner compares itself with: the CRDs of its three kinds, and the example manifests.
-UPSTREAM_CRDS = (
-    "crds/karpenter.sh_nodepools.yaml",
-    "crds/karpenter.sh_nodeclaims.yaml",
-    "crds/karpenter.k8s.aws_ec2nodeclasses.yaml",
-)
-UPSTREAM_EXAMPLES = "examples/v1"
 ENVTEST_INDEX = (
     "https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml"
 )
@@ -187,24 +177,6 @@ def find_oracle(*, archive: Path = ORACLE_ARCHIVE, cache: Path | None = None) ->
         os.chmod(staging, 0o755)
         os.replace(staging, target)
     return target
-
-
-# -- upstream Karpenter's CRDs and examples ---------------------------------------------------
-
-
-def find_karpenter_upstream(*, directory: Path = UPSTREAM_DIR) -> Path:
-    """A directory with upstream Karpenter's CRDs (``UPSTREAM_CRDS``) and example manifests
-    (``UPSTREAM_EXAMPLES``): ``KARPENTER_UPSTREAM_DIR``, else the shared copy."""
-    named = os.environ.get(UPSTREAM_ENV)
-    source = Path(named) if named else directory
-    missing = [p for p in (*UPSTREAM_CRDS, UPSTREAM_EXAMPLES) if not (source / p).exists()]
-    if missing:
-        why = f"{UPSTREAM_ENV}={named}" if named else f"{UPSTREAM_ENV} is not set; {source}"
-        raise AssetsUnavailable(
-            f"upstream Karpenter's CRDs not found: set {UPSTREAM_ENV} to a copy of "
-            f"aws/karpenter-provider-aws with {', '.join(missing)} ({why} lacks them)"
-        )
-    return source
 
 
 def _short(error: BaseException) -> str:

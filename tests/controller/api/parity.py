@@ -28,6 +28,17 @@ from joiner.api.compatibility import validation_warnings
 from joiner.api.validation import FieldError
 
 PARITY = Path(__file__).parent / "parity"
+# Upstream Karpenter's CRDs and examples, as test data (upstream/README.md says whence).
+UPSTREAM = Path(__file__).parent / "upstream"
+UPSTREAM_CRDS = tuple(
+    UPSTREAM / "crds" / name
+    for name in (
+        "karpenter.sh_nodepools.yaml",
+        "karpenter.sh_nodeclaims.yaml",
+        "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    )
+)
+UPSTREAM_EXAMPLES = UPSTREAM / "examples" / "v1"
 BASES = "bases.yaml"
 EXAMPLES = "upstream-examples.yaml"
 TRANSITIONS = "transitions.yaml"
@@ -97,7 +108,7 @@ def transitions() -> list[Update]:
     ]
 
 
-def upstream_examples(directory: Path) -> list[Case]:
+def upstream_examples(directory: Path = UPSTREAM_EXAMPLES) -> list[Case]:
     """Every object of upstream's example manifests, with the verdicts ``EXAMPLES`` gives."""
     document = yaml.safe_load((PARITY / EXAMPLES).read_text())
     listed = {raw["id"]: raw for raw in document["cases"]}

@@ -20,7 +20,6 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,9 +30,10 @@ from joiner.api.definitions import KINDS, Kind
 from joiner.api.schema import Rule, Schema
 from joiner.api.validation import apply_defaults, kind_of, validate_object, validate_update, walk
 from joiner.kube.http import tls_context
-from joiner.testing.assets import UPSTREAM_CRDS, UPSTREAM_EXAMPLES
 from joiner.testing.envtest import ControlPlane
 from parity import (
+    UPSTREAM_CRDS,
+    UPSTREAM_EXAMPLES,
     Case,
     Update,
     Verdict,
@@ -47,7 +47,7 @@ from parity import (
     upstream_examples,
 )
 
-UPSTREAM = "upstream.parity."  # prefix of the groups upstream's CRDs are installed under
+UPSTREAM_GROUP = "upstream.parity."  # prefix of the groups upstream's CRDs are installed under
 ESTABLISHED_TIMEOUT = 30.0
 EXAMPLES = "upstream-examples"
 
@@ -106,13 +106,13 @@ def _kind(obj: Any) -> Kind:
 
 def _collection(obj: Any, upstream: bool) -> str:
     kind = _kind(obj)
-    return f"/apis/{UPSTREAM if upstream else ''}{kind.group}/v1/{kind.plural}"
+    return f"/apis/{UPSTREAM_GROUP if upstream else ''}{kind.group}/v1/{kind.plural}"
 
 
 def _as(obj: Any, upstream: bool) -> Any:
     if not upstream or not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
         return obj
-    return {**obj, "apiVersion": UPSTREAM + obj["apiVersion"]}
+    return {**obj, "apiVersion": UPSTREAM_GROUP + obj["apiVersion"]}
 
 
 # -- installing the CRDs ----------------------------------------------------------------------
@@ -121,12 +121,12 @@ def _as(obj: Any, upstream: bool) -> Any:
 _NAMES = ("kind", "listKind", "plural", "singular")
 
 
-def _upstream_crds(directory: Path) -> list[dict[str, Any]]:
+def _upstream_crds() -> list[dict[str, Any]]:
     crds = []
-    for name in UPSTREAM_CRDS:
-        crd = yaml.safe_load((directory / name).read_text())
+    for path in UPSTREAM_CRDS:
+        crd = yaml.safe_load(path.read_text())
         spec = crd["spec"]
-        spec["group"] = UPSTREAM + spec["group"]
+        spec["group"] = UPSTREAM_GROUP + spec["group"]
         # no short names or categories: `kubectl get ec2nc` still means Joiner's kind
         spec["names"] = {k: v for k, v in spec["names"].items() if k in _NAMES}
         crd["metadata"] = {"name": f"{spec['names']['plural']}.{spec['group']}"}
@@ -161,11 +161,11 @@ def _established(http: httpx.Client, path: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def installed(control_plane: ControlPlane, karpenter_upstream: Path) -> Iterator[Servers]:
+def installed(control_plane: ControlPlane) -> Iterator[Servers]:
     servers = Servers(control_plane)
     servers.joiner_crds = _install(servers.http, render_crds())  # type: ignore[attr-defined]
     servers.upstream_crds = _install(  # type: ignore[attr-defined]
-        servers.http, _upstream_crds(karpenter_upstream)
+        servers.http, _upstream_crds()
     )
     yield servers
     servers.http.close()
@@ -213,8 +213,8 @@ def test_joiner_crds_define_exactly_upstreams_fields(installed: Servers) -> None
     assert joiner == upstream
 
 
-def _cases(name: str, upstream: Path) -> list[Case]:
-    return upstream_examples(upstream / UPSTREAM_EXAMPLES) if name == EXAMPLES else corpus(name)
+def _cases(name: str) -> list[Case]:
+    return upstream_examples() if name == EXAMPLES else corpus(name)
 
 
 def _disagreement(case: Case, installed: Servers) -> str | None:
@@ -237,20 +237,19 @@ def _disagreement(case: Case, installed: Servers) -> str | None:
 def test_verdicts_agree_with_upstreams_crds_on_the_server(
     name: str,
     installed: Servers,
-    karpenter_upstream: Path,
     parity_summary: dict[str, tuple[int, int]],
 ) -> None:
-    cases = _cases(name, karpenter_upstream)
+    cases = _cases(name)
     wrong = [d for case in cases if (d := _disagreement(case, installed)) is not None]
     parity_summary[name] = (len(cases) - len(wrong), len(cases))
     agreement = 100 * (len(cases) - len(wrong)) / len(cases)
     assert not wrong, f"{name}: {agreement:.1f}% of {len(cases)} cases agree:\n" + "\n".join(wrong)
 
 
-def test_upstreams_examples_are_all_there(karpenter_upstream: Path) -> None:
-    files = example_files(karpenter_upstream / UPSTREAM_EXAMPLES)
+def test_upstreams_examples_are_all_there() -> None:
+    files = example_files(UPSTREAM_EXAMPLES)
     assert len(files) == 22
-    refused = [c.id for c in upstream_examples(karpenter_upstream / UPSTREAM_EXAMPLES)]
+    refused = [c.id for c in upstream_examples()]
     assert "windows-custom-userdata.yaml NodePool/windows2022" in refused
 
 
@@ -305,14 +304,12 @@ def _reported(response: Response, rule: Rule, path: str, value: Any) -> bool:
     )
 
 
-def test_every_cel_rule_passes_and_fails_on_the_server(
-    installed: Servers, karpenter_upstream: Path
-) -> None:
+def test_every_cel_rule_passes_and_fails_on_the_server(installed: Servers) -> None:
     rules = _rules(transition=False)
     passed: set[int] = set()
     failed: set[int] = set()
     for name in [*corpus_files(), EXAMPLES]:
-        for case in _cases(name, karpenter_upstream):
+        for case in _cases(name):
             response = installed.joiner(case)
             for rule, value, path, holds in _evaluations(case.obj):
                 if holds and response.verdict.accepted:
@@ -375,7 +372,7 @@ def _transition_evaluations(old: Any, new: Any) -> Iterator[tuple[Rule, bool]]:
 def test_the_dry_runs_changed_nothing(installed: Servers) -> None:
     for kind in KINDS:
         for upstream in (True, False):
-            prefix = UPSTREAM if upstream else ""
+            prefix = UPSTREAM_GROUP if upstream else ""
             listed = installed.http.get(f"/apis/{prefix}{kind.group}/v1/{kind.plural}").json()
             names = [item["metadata"]["name"] for item in listed["items"]]
             assert not [n for n in names if n.startswith("parity")], json.dumps(names)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from joiner.api.validation import validate_object
-from parity import Case, corpus, corpus_files, joiner_verdict, joiner_warnings
+from parity import Case, corpus, corpus_files, joiner_verdict, joiner_warnings, upstream_examples
 
 
 def _disagreements(cases: list[Case]) -> list[str]:
@@ -24,6 +24,13 @@ def _disagreements(cases: list[Case]) -> list[str]:
 @pytest.mark.parametrize("name", corpus_files())
 def test_joiner_validate_gives_the_verdicts_of_upstreams_crds(name: str) -> None:
     cases = corpus(name)
+    wrong = _disagreements(cases)
+    assert not wrong, f"{len(wrong)} of {len(cases)} cases disagree:\n" + "\n".join(wrong)
+
+
+def test_joiner_validate_gives_the_verdicts_of_upstreams_crds_on_upstreams_examples() -> None:
+    cases = upstream_examples()
+    assert len(cases) > 22  # some files hold a NodePool and its EC2NodeClass
     wrong = _disagreements(cases)
     assert not wrong, f"{len(wrong)} of {len(cases)} cases disagree:\n" + "\n".join(wrong)
 

@@ -200,7 +200,10 @@ SERVED = (
         ("text", [("", "expected an object (a mapping), got string")]),
         ({}, [("apiVersion", "is required"), ("kind", "is required")]),
         ({"kind": "NodePool"}, [("apiVersion", "is required")]),
-        ({"apiVersion": "karpenter.sh/v1", "kind": 3}, [("kind", "is required")]),
+        (
+            {"apiVersion": "karpenter.sh/v1", "kind": 3},
+            [("kind", "must be a string, got integer 3")],
+        ),
         (
             {"apiVersion": "karpenter.sh/v1beta1", "kind": "NodePool"},
             [("apiVersion", "NodePool is served as karpenter.sh/v1, got 'karpenter.sh/v1beta1'")],

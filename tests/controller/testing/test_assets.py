@@ -20,12 +20,8 @@ from joiner.testing.assets import (
     ASSETS_ENV,
     ENVTEST_VERSION,
     ORACLE_ENV,
-    UPSTREAM_CRDS,
-    UPSTREAM_ENV,
-    UPSTREAM_EXAMPLES,
     AssetsUnavailable,
     find_envtest,
-    find_karpenter_upstream,
     find_oracle,
 )
 
@@ -36,7 +32,6 @@ NEEDED = ("etcd", "kube-apiserver")
 def _no_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ASSETS_ENV, raising=False)
     monkeypatch.delenv(ORACLE_ENV, raising=False)
-    monkeypatch.delenv(UPSTREAM_ENV, raising=False)
 
 
 def _executables(directory: Path, names: tuple[str, ...]) -> Path:
@@ -198,34 +193,3 @@ def test_no_oracle_is_one_line_naming_the_variable(tmp_path: Path) -> None:
         f"Karpenter oracle not found: set {ORACLE_ENV} to the unpacked karpenter-oracle.test "
         f"({ORACLE_ENV} is not set; {tmp_path / 'none.xz'} does not exist)"
     )
-
-
-def _upstream_copy(directory: Path) -> Path:
-    for crd in UPSTREAM_CRDS:
-        (directory / crd).parent.mkdir(parents=True, exist_ok=True)
-        (directory / crd).write_text("kind: CustomResourceDefinition\n")
-    (directory / UPSTREAM_EXAMPLES).mkdir(parents=True)
-    return directory
-
-
-def test_upstream_crds_from_the_variable_or_the_shared_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shared = _upstream_copy(tmp_path / "shared")
-    assert find_karpenter_upstream(directory=shared) == shared
-    named = _upstream_copy(tmp_path / "named")
-    monkeypatch.setenv(UPSTREAM_ENV, str(named))
-    assert find_karpenter_upstream(directory=shared) == named
-
-
-def test_no_upstream_crds_is_one_line_naming_the_variable_and_what_is_missing(
-    tmp_path: Path,
-) -> None:
-    partial = _upstream_copy(tmp_path / "partial")
-    (partial / UPSTREAM_CRDS[1]).unlink()
-    with pytest.raises(AssetsUnavailable) as error:
-        find_karpenter_upstream(directory=partial)
-    message = str(error.value)
-    assert "\n" not in message
-    assert f"set {UPSTREAM_ENV}" in message and UPSTREAM_CRDS[1] in message
-    assert UPSTREAM_CRDS[0] not in message

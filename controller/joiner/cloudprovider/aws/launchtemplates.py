@@ -147,8 +147,13 @@ class LaunchTemplateProvider:
         self._last_used.pop(name, None)
 
     def owned(self) -> list[dict[str, Any]]:
-        """The cluster's templates, as DescribeLaunchTemplates returns them."""
-        filters = [{"Name": f"tag:{cluster_tag(self._cluster)}", "Values": ["owned"]}]
+        """The cluster's templates, as DescribeLaunchTemplates returns them: owned by the
+        cluster and made for a NodePool, as the controller policy requires to delete one
+        (a template with only the cluster tag is not the controller's to touch)."""
+        filters = [
+            {"Name": f"tag:{cluster_tag(self._cluster)}", "Values": ["owned"]},
+            {"Name": "tag-key", "Values": [wk.NODEPOOL]},
+        ]
         templates: list[dict[str, Any]] = []
         for page in self._ec2.get_paginator("describe_launch_templates").paginate(Filters=filters):
             templates.extend(page["LaunchTemplates"])

@@ -341,15 +341,12 @@ def test_exotic_types_only_when_asked_for(stand: Stand, env: Env) -> None:
 
 
 def test_spot_dearer_than_on_demand_is_dropped(
-    env: Env,
-    catalogue: InstanceTypeCatalogue,
-    price_table: dict[str, float],
-    monkeypatch: pytest.MonkeyPatch,
+    env: Env, catalogue: InstanceTypeCatalogue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_spot_prices(
         monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"}
     )
-    stand = make_stand(env, catalogue, make_pricing(env.url, catalogue, price_table))
+    stand = make_stand(env, catalogue, make_pricing(env.controller, catalogue))
     stand.add_nodeclass()
     launched = stand.provider.create(
         claim(
