@@ -13,23 +13,13 @@ import json
 import re
 from typing import Any
 
+from joiner.api import objectmeta
 from joiner.api import validation as api_validation
 from joiner.api.validation import FieldError
 from joiner.kube.api import Cause, Invalid
 from joiner.kube.resources import ResourceKind
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_BAD_LABEL_KEY = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-    "end with an alphanumeric character"
-)
-_BAD_LABEL_VALUE = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-    "or '.', and must start and end with an alphanumeric character"
-)
 _OWNER_FIELDS = (
     ("apiVersion", "version must not be empty"),
     ("kind", "kind must not be empty"),
@@ -48,15 +38,15 @@ def invalid(kind: str, name: str, causes: list[Cause]) -> Invalid:
 
 
 def check_name(kind: str, name: str) -> list[Cause]:
-    label_named = kind in _LABEL_NAMED_KINDS
-    pattern, limit = (_DNS_LABEL, 63) if label_named else (_DNS_SUBDOMAIN, 253)
-    if len(name) > limit or not pattern.match(name):
-        what = "RFC 1123 label" if label_named else "RFC 1123 subdomain"
+    if kind not in _LABEL_NAMED_KINDS:
+        problems = objectmeta.subdomain_problems(name)
+        return [Cause("metadata.name", objectmeta.invalid(name, p)) for p in problems]
+    if len(name) > 63 or not _DNS_LABEL.match(name):
         return [
             Cause(
                 "metadata.name",
-                f"Invalid value: {name!r}: a lowercase {what} must consist of lower case "
-                f"alphanumeric characters, '-' or '.', at most {limit} characters",
+                f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist of lower "
+                "case alphanumeric characters or '-', at most 63 characters",
             )
         ]
     return []
@@ -66,12 +56,11 @@ def _check_labels(labels: dict[str, str]) -> list[Cause]:
     """Keys and values of ``metadata.labels``; the server reports both on that field."""
     causes = []
     for key, value in labels.items():
-        prefix, _, name = key.rpartition("/")
-        bad_prefix = bool(prefix) and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))
-        if bad_prefix or len(name) > 63 or not _LABEL_NAME.match(name):
-            causes.append(Cause("metadata.labels", f'Invalid value: "{key}": {_BAD_LABEL_KEY}'))
-        elif len(value) > 63 or not _LABEL_VALUE.match(value):
-            causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {_BAD_LABEL_VALUE}'))
+        problems = objectmeta.qualified_name_problems(key)
+        shown = key
+        if not problems:
+            problems, shown = objectmeta.label_value_problems(value), value
+        causes += [Cause("metadata.labels", objectmeta.invalid(shown, p)) for p in problems[:1]]
     return causes
 
 
@@ -189,21 +178,18 @@ def _kind_checks(rk: ResourceKind, obj: dict[str, Any]) -> list[Cause]:
 
 
 # What the API server adds when a schema error kept it from evaluating the CEL rules.
-RULES_NOT_CHECKED = Cause(
-    "<nil>",
-    "Invalid value: null: some validation rules were not checked because the object was "
-    "invalid; correct the existing errors to complete validation",
-)
+RULES_NOT_CHECKED = Cause("<nil>", f"Invalid value: null: {api_validation.NOT_CHECKED}")
 
 
-def _custom_resource_causes(obj: dict[str, Any], errors: list[FieldError]) -> list[Cause]:
-    """The causes of a custom resource's errors. As kube-apiserver, a blocking schema
-    error (a wrong type, a missing field, ...) means the CEL rules are not evaluated."""
-    kind, _ = api_validation.kind_of(obj)
-    schema_only = [] if kind is None else api_validation.schema_errors(kind.schema, obj)
-    if any(e.reason in api_validation.BLOCKING_REASONS for e in schema_only):
-        return [Cause(e.path, e.message, e.reason) for e in schema_only] + [RULES_NOT_CHECKED]
-    return [Cause(e.path, e.message, e.reason) for e in errors]
+def _custom_resource_causes(errors: list[FieldError]) -> list[Cause]:
+    """The causes of a custom resource's errors, as kube-apiserver words the note that a
+    blocking schema error kept it from evaluating the CEL rules."""
+    return [
+        RULES_NOT_CHECKED
+        if (e.path, e.message) == ("", api_validation.NOT_CHECKED)
+        else Cause(e.path, e.message, e.reason)
+        for e in errors
+    ]
 
 
 def validate_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +203,7 @@ def validate_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
     causes += _kind_checks(rk, obj)
     if rk.custom and not causes:
         obj = api_validation.apply_defaults(obj)
-        causes += _custom_resource_causes(obj, api_validation.validate_object(obj))
+        causes += _custom_resource_causes(api_validation.validate_object(obj))
     if causes:
         raise invalid(rk.kind, str(name or metadata.get("generateName") or ""), causes)
     return obj
@@ -230,7 +216,7 @@ def validate_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) 
     causes += _kind_checks(rk, new)
     if rk.custom and not causes:
         new = api_validation.apply_defaults(new)
-        causes += _custom_resource_causes(new, api_validation.validate_update(old, new))
+        causes += _custom_resource_causes(api_validation.validate_update(old, new))
     if causes:
         raise invalid(rk.kind, str(old["metadata"]["name"]), causes)
     return new

@@ -278,7 +278,7 @@ def test_two_controller_owners_are_invalid(env):
 
 def test_crd_schema_errors_name_the_field(env):
     bad = nodepool(env)
-    bad["spec"]["template"]["spec"]["requirements"] = []
+    bad["spec"]["template"]["spec"]["requirements"] = [{"key": "example.com/a", "operator": "In"}]
     with pytest.raises(Invalid) as error:
         env.api.create(bad)
     assert [c.field for c in error.value.causes] == ["spec.template.spec.requirements"]
@@ -1012,6 +1012,17 @@ def test_crd_status_is_validated(env):
     name = env.api.create(nodepool(env))["metadata"]["name"]
     with pytest.raises(Invalid) as error:
         env.api.patch("NodePool", name, {"status": {"nodes": "three"}}, subresource="status")
-    assert [c.field for c in error.value.causes] == ["status.nodes", "<nil>"]
+    # the schema's type check, then the scale subresource's read of its replicas path
+    assert [c.field for c in error.value.causes] == ["status.nodes", ".status.nodes", "<nil>"]
     assert error.value.causes[0].reason == "FieldValueTypeInvalid"
-    assert "some validation rules were not checked" in error.value.causes[1].message
+    assert "some validation rules were not checked" in error.value.causes[2].message
+
+
+def test_scale_subresource_reads_status_replicas_as_int32(env):
+    name = env.api.create(nodepool(env))["metadata"]["name"]
+    with pytest.raises(Invalid) as error:
+        env.api.patch("NodePool", name, {"status": {"nodes": -1}}, subresource="status")
+    assert [c.field for c in error.value.causes] == ["status.nodes", ".status.nodes"]
+    with pytest.raises(Invalid) as error:
+        env.api.patch("NodePool", name, {"status": {"nodes": 2**31}}, subresource="status")
+    assert [c.field for c in error.value.causes] == [".status.nodes"]

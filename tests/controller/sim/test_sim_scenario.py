@@ -318,6 +318,41 @@ def test_aws_rejects_instance_types(scenario_doc):
     )
 
 
+def aws_cloud(scenario_doc: dict[str, Any], **fields: Any) -> None:
+    cloud = scenario_doc["spec"]["cloud"]
+    del cloud["instanceTypes"]
+    cloud.update({"provider": "aws", **fields})
+
+
+def test_enforce_iam_is_read_for_aws(scenario_doc):
+    assert load(scenario_doc).cloud.enforce_iam is False
+    aws_cloud(scenario_doc, enforceIAM=True)
+    assert load(scenario_doc).cloud.enforce_iam is True
+
+
+@pytest.mark.parametrize(
+    ("provider", "value", "message"),
+    [
+        ("aws", "yes", "spec.cloud.enforceIAM: must be true or false"),
+        ("fake", True, "spec.cloud.enforceIAM: only used with provider aws"),
+    ],
+)
+def test_enforce_iam_errors(scenario_doc, provider, value, message):
+    if provider == "aws":
+        aws_cloud(scenario_doc)
+    scenario_doc["spec"]["cloud"]["enforceIAM"] = value
+    assert error_of(scenario_doc) == message
+
+
+def test_enforce_iam_does_not_take_interruptions(scenario_doc):
+    aws_cloud(scenario_doc, enforceIAM=True)
+    set_step(scenario_doc, 0, {"interrupt": {"node": "system-1", "kind": "rebalance"}})
+    assert error_of(scenario_doc) == (
+        "spec.steps[0].interrupt: not with spec.cloud.enforceIAM (the simulated interruption "
+        "queue and its events are not principals of the account)"
+    )
+
+
 def test_fake_rejects_a_price_table(scenario_doc):
     scenario_doc["spec"]["cloud"]["prices"] = "prices.json"
     assert error_of(scenario_doc) == (
