@@ -8,7 +8,7 @@ plain, zonal spread (maxSkew 1), hostname spread, zonal self-affinity and hostna
 anti-affinity. Any unplaced pod fails the run.
 
 Cost quality uses c5/m5/r5/c6i/m6i/r6i/c7i/m7i types with their us-east-1
-on-demand prices (shared/data): the plan's $/hour over the fractional lower bound
+on-demand prices (the package's table): the plan's $/hour over the fractional lower bound
 (the cheapest mix of types, fractions allowed, whose allocatable covers the summed
 CPU and memory requests).
 
@@ -25,7 +25,6 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.cloudprovider.aws.pricetables import table_path
 from joiner.cloudprovider.fake import DEFAULT_ZONES, benchmark_instance_types
 from joiner.cloudprovider.types import InstanceType, Offering, Overhead
 from joiner.scheduling.repack import fractional_cover
@@ -49,7 +49,7 @@ PLAIN_TARGET = 5000.0  # pods/s at 10,000 plain pods
 MIXED_TARGET = 500.0  # pods/s at 5,000 mixed pods
 MIXED_20K_SECONDS = 120.0
 COST_TARGET = 1.10
-PRICES = Path(__file__).resolve().parents[2] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+PRICES = table_path("us-east-1")  # the package's list prices
 FAMILIES = {"c5": 2, "m5": 4, "r5": 8, "c6i": 2, "m6i": 4, "r6i": 8, "c7i": 2, "m7i": 4}
 # ENI-limited max pods of these Nitro families by vCPU count: (ENIs - 0) x (IPv4 per ENI - 1)
 # + 2 with 3x10 ENIs/IPs at 2 vCPU, 4x15 at 4-8, 8x30 at 16-48, 15x50 from 64 [SPEC 5].

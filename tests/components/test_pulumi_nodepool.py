@@ -136,7 +136,8 @@ def test_merge_rules():
                     }
                 }
             },
-            r"argument 'node_pool' is invalid: spec.template.spec.requirements\[0\].values: ",
+            r"argument 'node_pool' is invalid: spec.template.spec.requirements: requirements "
+            r"with operator 'Gt'",
         ),
         (
             {"node_class": {"amiSelectorTerms": [{"alias": "al2023@latest"}, {"id": "ami-1"}]}},

@@ -128,6 +128,9 @@ class CloudSpec:
     instance_types: tuple[InstanceTypeSpec, ...] = ()  # fake only
     launch_delay: float = DEFAULT_LAUNCH_DELAY  # seconds: instance running -> Node registered
     ready_delay: float = DEFAULT_READY_DELAY  # seconds: Node registered -> Ready
+    # aws only: the provider runs as a principal holding the controller policy, moto
+    # enforcing it and every call checked (joiner.sim.moto_iam, joiner.infra.callaudit)
+    enforce_iam: bool = False
 
     def offering_zones(self) -> set[str]:
         return {o.zone for it in self.instance_types for o in it.offerings}
@@ -335,6 +338,12 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     known: set[ObjectRef] = set()
     objects = _manifests(spec.get("objects") or [], "spec.objects", known, allow_empty=True)
     steps = _steps(spec.get("steps"), cluster, cloud, known)
+    interrupt = next((s for s in steps if isinstance(s, InterruptStep)), None)
+    if cloud.enforce_iam and interrupt is not None:
+        raise ScenarioError(
+            f"spec.steps[{interrupt.index}].interrupt: not with spec.cloud.enforceIAM (the "
+            "simulated interruption queue and its events are not principals of the account)"
+        )
     return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source)
 
 
@@ -355,7 +364,11 @@ def _cluster(raw: Any) -> ClusterSpec:
 def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
     where = "spec.cloud"
     cloud = _mapping(raw, where)
-    _keys(cloud, where, ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay"))
+    _keys(
+        cloud,
+        where,
+        ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay", "enforceIAM"),
+    )
     provider = cloud.get("provider")
     if provider is None:
         raise ScenarioError(f"{where}.provider: required (aws or fake)")
@@ -370,6 +383,11 @@ def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
             )
         prices_path = base_dir / _string(cloud["prices"], f"{where}.prices")
         prices = _price_table(prices_path)
+    enforce_iam = cloud.get("enforceIAM", False)
+    if not isinstance(enforce_iam, bool):
+        raise ScenarioError(f"{where}.enforceIAM: must be true or false")
+    if enforce_iam and provider == "fake":
+        raise ScenarioError(f"{where}.enforceIAM: only used with provider aws")
     return CloudSpec(
         provider=provider,
         prices=prices,
@@ -377,6 +395,7 @@ def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
         instance_types=_instance_types(cloud.get("instanceTypes"), provider),
         launch_delay=_delay(cloud, "launchDelay", DEFAULT_LAUNCH_DELAY),
         ready_delay=_delay(cloud, "readyDelay", DEFAULT_READY_DELAY),
+        enforce_iam=enforce_iam,
     )
 
 

@@ -35,6 +35,27 @@ spec:
 """
 
 
+# Accepted by the API server (with upstream's CRDs too); Joiner warns twice.
+WARNED_NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: warned}
+spec:
+  limits: {cpu: "-4"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+      expireAfter: 99999999999999999h
+"""
+WARNINGS = [
+    "NodePool/warned: warning: spec.limits: negative limit cpu=-4; Joiner treats it as 0 "
+    "(the pool launches nothing more of it) [negative-limit]",
+    "NodePool/warned: warning: spec.template.spec.expireAfter: '99999999999999999h': longer "
+    "than Kubernetes can represent (about 292 years); treated as Never [duration-range]",
+]
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     code = main(argv)
     return code, capsys.readouterr().out.splitlines()
@@ -65,6 +86,43 @@ def test_errors_name_file_object_and_field_and_exit_2(
         f"{path}: NodePool/broken: spec.weight: must be >= 1, got 0",
         f"{path}: NodePool/broken: spec.template.spec.requirements[0].key: "
         'label "karpenter.sh/nodepool" is restricted',
+    ]
+
+
+def test_warnings_name_field_and_reason_and_keep_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text(WARNED_NODEPOOL)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert (code, lines) == (0, [f"{path}: {line}" for line in WARNINGS])
+
+
+def test_strict_counts_warnings_as_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warned, good = tmp_path / "warned.yaml", tmp_path / "good.yaml"
+    warned.write_text(WARNED_NODEPOOL)
+    good.write_text(GOOD.read_text())
+    assert _run(["validate", "--strict", str(good)], capsys) == (
+        0,
+        [f"{good}: NodePool/default: OK"],
+    )
+    code, lines = _run(["validate", "--strict", str(good), str(warned)], capsys)
+    assert code == 2
+    assert lines == [f"{good}: NodePool/default: OK"] + [f"{warned}: {w}" for w in WARNINGS]
+
+
+def test_errors_and_warnings_of_one_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a field with an error gets no warning; the others still do
+    path = tmp_path / "pool.yaml"
+    path.write_text(WARNED_NODEPOOL.replace("spec:\n  limits", "spec:\n  weight: 0\n  limits"))
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines == [f"{path}: NodePool/warned: spec.weight: must be >= 1, got 0"] + [
+        f"{path}: {line}" for line in WARNINGS
     ]
 
 
@@ -167,6 +225,13 @@ def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_console_script_exit_codes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(BAD_NODEPOOL)
+    warned = tmp_path / "warned.yaml"
+    warned.write_text(WARNED_NODEPOOL)
+    for strict, code in ((False, 0), (True, 2)):
+        argv = [console_script(), "validate", *(["--strict"] if strict else []), str(warned)]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert (run.returncode, run.stderr) == (code, "")
+        assert run.stdout.splitlines() == [f"{warned}: {line}" for line in WARNINGS]
     ok = subprocess.run(
         [console_script(), "validate", str(GOOD)], capture_output=True, text=True, timeout=60
     )

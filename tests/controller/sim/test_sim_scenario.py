@@ -318,6 +318,41 @@ def test_aws_rejects_instance_types(scenario_doc):
     )
 
 
+def aws_cloud(scenario_doc: dict[str, Any], **fields: Any) -> None:
+    cloud = scenario_doc["spec"]["cloud"]
+    del cloud["instanceTypes"]
+    cloud.update({"provider": "aws", **fields})
+
+
+def test_enforce_iam_is_read_for_aws(scenario_doc):
+    assert load(scenario_doc).cloud.enforce_iam is False
+    aws_cloud(scenario_doc, enforceIAM=True)
+    assert load(scenario_doc).cloud.enforce_iam is True
+
+
+@pytest.mark.parametrize(
+    ("provider", "value", "message"),
+    [
+        ("aws", "yes", "spec.cloud.enforceIAM: must be true or false"),
+        ("fake", True, "spec.cloud.enforceIAM: only used with provider aws"),
+    ],
+)
+def test_enforce_iam_errors(scenario_doc, provider, value, message):
+    if provider == "aws":
+        aws_cloud(scenario_doc)
+    scenario_doc["spec"]["cloud"]["enforceIAM"] = value
+    assert error_of(scenario_doc) == message
+
+
+def test_enforce_iam_does_not_take_interruptions(scenario_doc):
+    aws_cloud(scenario_doc, enforceIAM=True)
+    set_step(scenario_doc, 0, {"interrupt": {"node": "system-1", "kind": "rebalance"}})
+    assert error_of(scenario_doc) == (
+        "spec.steps[0].interrupt: not with spec.cloud.enforceIAM (the simulated interruption "
+        "queue and its events are not principals of the account)"
+    )
+
+
 def test_fake_rejects_a_price_table(scenario_doc):
     scenario_doc["spec"]["cloud"]["prices"] = "prices.json"
     assert error_of(scenario_doc) == (
@@ -664,6 +699,31 @@ def test_pod_needs_containers(scenario_doc):
     )
     assert error_of(scenario_doc) == (
         "spec.objects[3] (Pod/p): spec.containers: at least one container is required"
+    )
+
+
+def test_manifest_fields_are_decoded_as_the_api_server_decodes_them(scenario_doc):
+    template = scenario_doc["spec"]["objects"][2]["spec"]["template"]["spec"]
+    template["containers"][0]["imagePullPolicyy"] = "Always"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): strict decoding error: unknown field "
+        '"spec.template.spec.containers[0].imagePullPolicyy"'
+    )
+    del template["containers"][0]["imagePullPolicyy"]
+    template["terminationGracePeriodSeconds"] = "30s"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): json: cannot unmarshal string into Go struct field "
+        "PodSpec.spec.template.spec.terminationGracePeriodSeconds of type int64"
+    )
+
+
+def test_only_the_built_in_priority_classes_exist(scenario_doc):
+    template = scenario_doc["spec"]["objects"][2]["spec"]["template"]["spec"]
+    template["priorityClassName"] = "high"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): spec.template.spec.priorityClassName: no "
+        "PriorityClass 'high' (the simulated cluster has system-cluster-critical and "
+        "system-node-critical)"
     )
 
 

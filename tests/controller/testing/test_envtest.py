@@ -13,6 +13,7 @@ import pytest
 from joiner.kube.api import Forbidden
 from joiner.kube.http import HttpKube
 from joiner.testing.envtest import ControlPlane, ControlPlaneError
+from joiner.testing.polling import wait_for
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
@@ -34,6 +35,14 @@ def _grant_pod_reads(plane: ControlPlane, namespace: str, account: str) -> None:
     )
 
 
+def _may_list_pods(kube: HttpKube, namespace: str) -> bool:
+    try:
+        kube.list("Pod", namespace)
+    except Forbidden:
+        return False
+    return True
+
+
 def test_a_service_account_may_do_only_what_rbac_grants(
     control_plane: ControlPlane, namespace: str
 ) -> None:
@@ -45,6 +54,8 @@ def test_a_service_account_may_do_only_what_rbac_grants(
         str(denied.value)
     )
     _grant_pod_reads(control_plane, namespace, "reader")
+    # the authorizer sees a new binding through its informer, a moment later
+    wait_for(lambda: _may_list_pods(kube, namespace), "the RoleBinding to take effect", 10)
     assert kube.list("Pod", namespace).items == []
     with pytest.raises(Forbidden):
         kube.list("Pod", "default")  # the Role is namespaced
