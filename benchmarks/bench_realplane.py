@@ -86,11 +86,12 @@ UNSCHEDULABLE = {
 
 
 def creatable(pod: dict[str, Any]) -> dict[str, Any]:
-    """The pod as a workload controller sends it: what the server sets left out."""
+    """The pod as a workload controller sends it: what the server sets left out, and its
+    ownerReferences too (no ReplicaSet of theirs exists: kube-controller-manager's
+    garbage collector would delete the pods as orphans)."""
+    server_set = ("uid", "resourceVersion", "creationTimestamp", "generateName")
     metadata = {
-        k: v
-        for k, v in pod["metadata"].items()
-        if k not in ("uid", "resourceVersion", "creationTimestamp", "generateName")
+        k: v for k, v in pod["metadata"].items() if k not in (*server_set, "ownerReferences")
     }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod["spec"]}
 

@@ -11,7 +11,7 @@ process: what is measured is the controller's work and its API path, not an EC2 
 latency (moto on the same two cores would measure moto). The benchmark plays every
 other part of the cluster through ``admin`` clients: kube-scheduler's verdicts, the
 workloads, and, with ``EmulatedKubelets``, the kubelets that register the Nodes of the
-launched NodeClaims.
+launched NodeClaims; kube-controller-manager runs as itself.
 
 With ``JOINER_BENCH_PROFILE=<directory>`` the controller's loop runs under cProfile and
 leaves its statistics there (``python -m pstats``), one file per controller started.
@@ -65,6 +65,11 @@ WRITER_QPS = 100_000.0  # the writers are the load: not throttled on the client 
 QUERY_TIMEOUT = 30.0
 PROFILE_ENV = "JOINER_BENCH_PROFILE"  # a directory: the controller's loop is profiled into it
 STARTUP_TIMEOUT = 60.0
+# The kubelets renew no node Leases (1,000 nodes would cost the shared API server 200
+# requests a second, a load a real cluster's control plane carries on machines of its
+# own), so kube-controller-manager is told to wait out the benchmark before it takes a
+# silent Node for lost.
+NODE_MONITOR_GRACE = "--node-monitor-grace-period=1h"
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
@@ -249,6 +254,9 @@ class Stand:
     def __enter__(self) -> Stand:
         try:
             self.plane.start()
+            # Its node lifecycle controller lifts the not-ready taint admission puts on every
+            # new Node (the controller initializes a NodeClaim only once it is gone).
+            self.plane.start_controller_manager(NODE_MONITOR_GRACE)
             self.plane.install_crds(render_crds())
             self.admin = self.plane.admin_kube(qps=WRITER_QPS, burst=int(WRITER_QPS))
             self.admin.create(CONTROLLER_BINDING)

@@ -147,8 +147,9 @@ class ControlPlane:
             raise
         return self
 
-    def start_controller_manager(self) -> None:
-        """Garbage collection, PDB status, namespace finalization, node lifecycle."""
+    def start_controller_manager(self, *flags: str) -> None:
+        """Garbage collection, PDB status, namespace finalization, node lifecycle;
+        ``flags`` are added to kube-controller-manager's command line."""
         if KUBE_CONTROLLER_MANAGER in self._processes:
             return
         creds = self._creds
@@ -164,6 +165,7 @@ class ControlPlane:
             f"--cluster-signing-cert-file={creds.ca_cert}",
             f"--cluster-signing-key-file={creds.ca_key}",
             "--use-service-account-credentials=false",
+            *flags,
         )
 
     def start_scheduler(self) -> None:

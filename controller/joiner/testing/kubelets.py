@@ -90,8 +90,9 @@ class EmulatedKubelets:
         heartbeats: bool = True,
     ) -> None:
         """``heartbeats=False``: no node Leases. Only kube-controller-manager's node
-        lifecycle controller reads them; without it they are load for nothing (a
-        benchmark with a thousand nodes would renew a hundred Leases a second)."""
+        lifecycle controller reads them; without it, or with a node monitor grace period
+        longer than the run, they are load for nothing (a benchmark with a thousand
+        nodes would renew a hundred Leases a second)."""
         self.clock = RealClock()
         self.manager = Manager(self.clock, pump=lambda: self.feed.pump())
         self.kubelet = Kubelet(
