@@ -72,6 +72,7 @@ class BurstResult:
     from_last: float  # last pod marked -> last NodeClaim created
     from_first: float  # first pod marked -> last NodeClaim created
     caught_up: float  # the controller's last pod event handled, after the last pod marked
+    first_created: float  # the first NodeClaim created, after the last pod marked
     passes: list[dict[str, Any]]  # times in seconds after the last pod was marked
     requests: list[Request]  # the controller's, from the first mark until all initialized
     failures: list[str]
@@ -133,6 +134,7 @@ def run_burst(assets: Path, count: int) -> BurstResult:
         requests = stand.controller_requests(since=started)
         creates = [r.answered for r in requests if (r.verb, r.resource) == ("create", "nodeclaims")]
         last_created = max(creates, default=last_marked)
+        first_created = min(creates, default=last_marked)
         failures = [] if requests_cover(claims, pods) else ["the NodeClaims do not cover the pods"]
         return BurstResult(
             pods=count,
@@ -141,6 +143,7 @@ def run_burst(assets: Path, count: int) -> BurstResult:
             from_last=last_created - last_marked,
             from_first=last_created - started,
             caught_up=caught_up - last_marked,
+            first_created=first_created - last_marked,
             passes=[_relative(p, last_marked) for p in passes],
             requests=requests,
             failures=failures,
@@ -365,6 +368,10 @@ def report_burst(results: list[BurstResult], judge: bool) -> list[str]:
             for p in result.passes
         )
         print(f"  run: last pod event handled at {result.caught_up:+.2f} s; passes: {passes}")
+        print(
+            f"    NodeClaims created from {result.first_created:+.2f} s "
+            f"to {result.from_last:+.2f} s (the pass's scheduling before, its creations between)"
+        )
     per_claim = [len(r.requests) / max(1, r.nodeclaims) for r in results]
     print(f"  controller requests per NodeClaim until initialized: {spread(per_claim, '', 1)}")
     first = results[0]

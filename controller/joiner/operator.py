@@ -48,6 +48,7 @@ class OperatorOptions:
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
+    nodeclaim_creates_at_once: int = 1  # see Provisioner
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OperatorOptions:
@@ -86,7 +87,10 @@ class Operator:
         ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.ctx = ctx
         self.provisioner = Provisioner(
-            ctx, batch_idle=options.batch_idle, batch_max=options.batch_max
+            ctx,
+            batch_idle=options.batch_idle,
+            batch_max=options.batch_max,
+            creates_at_once=options.nodeclaim_creates_at_once,
         )
         self.lifecycle = NodeClaimLifecycle(ctx)
         self.termination = Termination(ctx)

@@ -14,6 +14,7 @@ leader election) retry their failures with a backoff, count them in a metric, an
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import ipaddress
@@ -47,6 +48,10 @@ from joiner.settings import Settings
 from joiner.state.feed import ThreadedFeed
 
 log = logging.getLogger(__name__)
+
+# NodeClaims of one scheduling decision created concurrently (Karpenter creates them all
+# at once; the client's QPS/burst still paces them)
+NODECLAIM_CREATES_AT_ONCE = 8
 
 RECONCILE_SLICE = 50  # reconciles between two looks at the feed
 MAX_IDLE = 1.0  # seconds the loop waits at most, so a stop request is seen promptly
@@ -220,7 +225,10 @@ class ControllerProcess:
             cloud,
             self.clock,
             resolve_nodeclass,
-            OperatorOptions.from_settings(settings),
+            dataclasses.replace(
+                OperatorOptions.from_settings(settings),
+                nodeclaim_creates_at_once=NODECLAIM_CREATES_AT_ONCE,
+            ),
             metrics=metrics,
             validate=validate_object,
             interruption_feed=feed,

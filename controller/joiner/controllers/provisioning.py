@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from joiner.api import labels as wk
@@ -22,6 +23,7 @@ from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
+from joiner.kube.api import ApiError
 from joiner.ratelimit import TokenBucket
 from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
 from joiner.scheduling.solver import solve
@@ -73,10 +75,20 @@ class Provisioner(Controller):
     name = "provisioner"
 
     def __init__(
-        self, ctx: ControllerContext, batch_idle: float = 1.0, batch_max: float = 10.0
+        self,
+        ctx: ControllerContext,
+        batch_idle: float = 1.0,
+        batch_max: float = 10.0,
+        creates_at_once: int = 1,
     ) -> None:
+        """``creates_at_once``: NodeClaims of one plan created concurrently, as Karpenter
+        creates a batch's all at once (their API round trips overlap); one keeps the
+        order of creation, which the simulator's reproducible runs need."""
+        if creates_at_once < 1:
+            raise ValueError("creates_at_once must be >= 1")
         super().__init__(ctx)
         self.batcher = Batcher(ctx.clock, batch_idle, batch_max)
+        self._creates_at_once = creates_at_once
         self.last_plan: Plan | None = None
         self._nominated_events = TokenBucket(
             NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, monotonic=ctx.clock.now
@@ -134,8 +146,12 @@ class Provisioner(Controller):
     def _act_on(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
         for key, node_name in plan.existing.items():
             self._nominate(pods[key], f"node/{node_name}", node_name)
-        for claim_plan in plan.nodeclaims:
-            created = self._create_nodeclaim(claim_plan)
+        failures: list[ApiError] = []
+        results = self._create_all(plan.nodeclaims)
+        for claim_plan, created in zip(plan.nodeclaims, results, strict=True):
+            if isinstance(created, ApiError):
+                failures.append(created)
+                continue
             name = created["metadata"]["name"]
             for key in claim_plan.pods:
                 self._nominate(pods[key], f"nodeclaim/{name}", name)
@@ -146,6 +162,22 @@ class Provisioner(Controller):
                 "FailedScheduling",
                 f"Failed to schedule pod, {why.constraint}: {why.message}",
             )
+        if failures:  # the pods of the NodeClaims created are nominated; the rest wait
+            raise failures[0]
+
+    def _create_all(self, plans: list[NodeClaimPlan]) -> list[dict[str, Any] | ApiError]:
+        """Every planned NodeClaim, the created object or why not, in plan order."""
+
+        def attempt(plan: NodeClaimPlan) -> dict[str, Any] | ApiError:
+            try:
+                return self._create_nodeclaim(plan)
+            except ApiError as error:
+                return error
+
+        if self._creates_at_once == 1 or len(plans) < 2:
+            return [attempt(p) for p in plans]
+        with ThreadPoolExecutor(min(self._creates_at_once, len(plans))) as pool:
+            return list(pool.map(attempt, plans))
 
     def _nominate(self, pod: dict[str, Any], target: str, node_name: str) -> None:
         self.state.nominate(pod_key(pod), node_name)

@@ -53,10 +53,15 @@ class Harness(testing.OperatorRig):
         instance_types: list[InstanceType] | None = None,
         batch_idle: float = 1.0,
         batch_max: float = 10.0,
+        creates_at_once: int = 1,
     ) -> None:
         super().__init__(
             instance_types or catalogue(),
-            OperatorOptions(batch_idle=batch_idle, batch_max=batch_max),
+            OperatorOptions(
+                batch_idle=batch_idle,
+                batch_max=batch_max,
+                nodeclaim_creates_at_once=creates_at_once,
+            ),
         )
         self.start = self.clock.now()
 

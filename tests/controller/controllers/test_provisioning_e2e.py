@@ -5,10 +5,14 @@ NodeClaim initialized, through the memory adapter and the fake cloud on a virtua
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import threading
+from typing import Any
 
 from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
+from joiner.kube.api import Forbidden
 from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 from joiner.testing import ec2nodeclass, nodepool
 
@@ -318,3 +322,29 @@ def test_nominated_events_are_capped_at_karpenters_rate_and_every_pod_is_nominat
     h.advance(1.0)
     assert all(h.operator.state.nomination(f"default/p{i:02d}") for i in range(30, 42))
     assert len(h.events("Nominated")) == 20
+
+
+def test_a_plans_nodeclaims_are_created_together_and_a_refused_one_holds_back_its_pod():
+    """As the controller process runs it (several creates at once, as Karpenter creates a
+    batch's NodeClaims): the creates overlap, and one the API server refuses leaves only
+    its own pod unnominated; the pass then reports the refusal."""
+    h = Harness(creates_at_once=4)
+    h.default_setup()
+    for i in range(5):  # 6 vCPU each: a large NodeClaim apiece
+        h.create_unschedulable(pending_pod(f"p{i}", "6"))
+    create, together, tickets = h.kube.create, threading.Barrier(2, timeout=5), itertools.count()
+
+    def overlapping(obj: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # The first two creates wait for each other (in flight together), one is refused.
+        if obj["kind"] == "NodeClaim" and next(tickets) < 2 and together.wait() == 0:
+            raise Forbidden("exceeded quota")
+        return create(obj, *args, **kwargs)
+
+    h.kube.create = overlapping  # type: ignore[method-assign]
+    errors = h.operator.manager.error_count
+    h.advance(1.0)
+    assert len(h.nodeclaims()) == 4
+    nominated = [h.operator.state.nomination(f"default/p{i}") for i in range(5)]
+    assert sorted(bool(n) for n in nominated) == [False, True, True, True, True]
+    assert len(set(filter(None, nominated))) == 4
+    assert h.operator.manager.error_count == errors + 1
