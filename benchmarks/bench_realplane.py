@@ -73,6 +73,7 @@ class BurstResult:
     from_first: float  # first pod marked -> last NodeClaim created
     caught_up: float  # the controller's last pod event handled, after the last pod marked
     first_created: float  # the first NodeClaim created, after the last pod marked
+    last_created: float  # time.time() the last NodeClaim was created
     passes: list[dict[str, Any]]  # times in seconds after the last pod was marked
     requests: list[Request]  # the controller's, from the first mark until all initialized
     failures: list[str]
@@ -144,6 +145,7 @@ def run_burst(assets: Path, count: int) -> BurstResult:
             from_first=last_created - started,
             caught_up=caught_up - last_marked,
             first_created=first_created - last_marked,
+            last_created=last_created,
             passes=[_relative(p, last_marked) for p in passes],
             requests=requests,
             failures=failures,
@@ -372,6 +374,11 @@ def report_burst(results: list[BurstResult], judge: bool) -> list[str]:
             f"    NodeClaims created from {result.first_created:+.2f} s "
             f"to {result.from_last:+.2f} s (the pass's scheduling before, its creations between)"
         )
+    in_burst = [
+        sum(1 for q in r.requests if q.answered <= r.last_created) / max(1, r.nodeclaims)
+        for r in results
+    ]
+    print(f"  controller requests per NodeClaim until the last created: {spread(in_burst, '', 2)}")
     per_claim = [len(r.requests) / max(1, r.nodeclaims) for r in results]
     print(f"  controller requests per NodeClaim until initialized: {spread(per_claim, '', 1)}")
     first = results[0]

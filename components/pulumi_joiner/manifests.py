@@ -160,8 +160,9 @@ def cluster_role_rules() -> list[dict[str, Any]]:
         _rule("", ["nodes"], ["get", *WATCH, "update", "delete"]),
         # NodeClaims: launched, labelled, finalized and deleted; their conditions
         _rule(wk.KARPENTER_GROUP, ["nodeclaims"], ["get", *WATCH, "create", "update", "delete"]),
-        # NodePools and EC2NodeClasses: hash annotations and the class's finalizer (update)
-        _rule(wk.KARPENTER_GROUP, ["nodepools"], ["get", *WATCH, "update"]),
+        # NodePools and EC2NodeClasses: hash annotations and the class's finalizer (update);
+        # a NodePool is written from the watched copy, never read on its own
+        _rule(wk.KARPENTER_GROUP, ["nodepools"], [*WATCH, "update"]),
         _rule(wk.AWS_GROUP, ["ec2nodeclasses"], ["get", *WATCH, "update"]),
         _rule(wk.KARPENTER_GROUP, ["nodeclaims/status", "nodepools/status"], ["update"]),
         _rule(wk.AWS_GROUP, ["ec2nodeclasses/status"], ["update"]),

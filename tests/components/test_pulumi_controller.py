@@ -189,7 +189,6 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.sh", "nodeclaims", "create"),
         ("karpenter.sh", "nodeclaims", "update"),
         ("karpenter.sh", "nodeclaims", "delete"),
-        ("karpenter.sh", "nodepools", "get"),
         ("karpenter.sh", "nodepools", "update"),
         ("karpenter.k8s.aws", "ec2nodeclasses", "get"),
         ("karpenter.k8s.aws", "ec2nodeclasses", "update"),
