@@ -21,6 +21,14 @@ from joiner.identity import IdentityCache
 from joiner.scheduling.model import DaemonSet
 from joiner.scheduling.taints import untolerated
 
+# Where quantities become int64 vectors, amounts saturate at +-2**62 milli-units: more
+# than any node or pool holds (4 PiB of memory, 4.6e15 CPUs), so a saturated request
+# still fits no instance type and a saturated limit still admits every one, exactly as
+# the unbounded amounts would; and the sum or difference of two saturated amounts
+# cannot overflow. Arithmetic on unbounded totals (pool usage, limits) stays in Python
+# integers until it is compared with a vector.
+VECTOR_LIMIT = 2**62
+
 
 class Dimensions:
     """Resource names <-> column indexes."""
@@ -30,10 +38,12 @@ class Dimensions:
         self.index = {name: i for i, name in enumerate(self.names)}
 
     def vector(self, resources: Mapping[str, int]) -> np.ndarray:
+        """The amounts of ``resources`` in column order, saturated at ``VECTOR_LIMIT``."""
         out = np.zeros(len(self.names), dtype=np.int64)
         for name, amount in resources.items():
-            if name in self.index:
-                out[self.index[name]] = amount
+            column = self.index.get(name)
+            if column is not None:
+                out[column] = max(-VECTOR_LIMIT, min(amount, VECTOR_LIMIT))
         return out
 
     def to_list(self, vector: np.ndarray) -> ResourceList:
@@ -172,13 +182,14 @@ class PoolCatalog:
             self._min_value_codes[key] = found
         return found
 
-    def min_values_shortfall(self, candidates: np.ndarray) -> str | None:
-        """Why the candidate types do not satisfy the pool's minValues, or None."""
+    def min_values_shortfall(self, candidates: np.ndarray) -> tuple[str, str] | None:
+        """The first key whose minValues the candidate types do not satisfy, with what is
+        missing; None when they satisfy every one."""
         for key, wanted in self.min_values.items():
             codes = self.value_codes(key)[candidates]
             distinct = len(np.unique(codes[codes >= 0]))
             if distinct < wanted:
-                return f"minValues {wanted} on {key} but only {distinct} value(s) remain"
+                return key, f"minValues {wanted} on {key} but only {distinct} value(s) remain"
         return None
 
     # --- topology domains -------------------------------------------------------------

@@ -10,7 +10,6 @@ from joiner.api import labels as wk
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.scheduling.catalog import PoolCatalog
 from joiner.scheduling.model import NodeClaimPlan
-from joiner.scheduling.topology import TopologyGroup
 
 MAX_INSTANCE_TYPES = 60  # candidates sent to the launch [SPEC 3.10]
 
@@ -24,7 +23,6 @@ class Draft:
         "hostname",
         "idx",
         "overhead",
-        "pending",
         "pods",
         "pool",
         "ports",
@@ -52,8 +50,6 @@ class Draft:
         self.used = overhead.copy()
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
-        # matching pods per topology group not yet counted: their domain is still open
-        self.pending: dict[TopologyGroup, int] = {}
         self.ports: set[tuple[str, str, int]] = set()
         self.room: list[int] = self._room()
 

@@ -26,10 +26,11 @@ import numpy as np
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
-from joiner.api.nodepool import NodePool
+from joiner.api.nodepool import NodePool, by_weight
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling import messages as msg
 from joiner.scheduling import model as m
 from joiner.scheduling.catalog import Dimensions, PoolCatalog, pool_catalog
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, Plan, Pod, Unplaceable
@@ -47,6 +48,7 @@ from joiner.scheduling.preferences import PodConstraints, affinity_term_group, b
 from joiner.scheduling.repack import repack
 from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint, untolerated
 from joiner.scheduling.topology import (
+    AFFINITY,
     ANTI_AFFINITY,
     SPREAD,
     Rejection,
@@ -162,7 +164,16 @@ def _pod_order(pod: Pod) -> tuple:
 class _Node:
     """An existing or in-flight node with what is left on it."""
 
-    __slots__ = ("anti_affinity", "free", "hostname", "node", "ports", "taints", "volumes")
+    __slots__ = (
+        "anti_affinity",
+        "free",
+        "hostname",
+        "label_requirements",
+        "node",
+        "ports",
+        "taints",
+        "volumes",
+    )
 
     def __init__(
         self,
@@ -180,6 +191,7 @@ class _Node:
         self.volumes = volumes
         self.anti_affinity = anti_affinity  # (namespace, term) of the pods already there
         self.hostname = node.hostname
+        self.label_requirements = Requirements.from_labels(node.labels)
 
     def domains(self, key: str) -> list[str]:
         value = node_domain(self.node, key)
@@ -213,13 +225,10 @@ class _Solver:
         self.dims = self._dimensions()
         for group in self.groups:
             group.vectorise(self.dims)
-        self.pools = sorted(
-            (
-                pool_catalog(p, instance_types[p.name], self.dims, self.daemonsets)
-                for p in nodepools
-                if p.name in instance_types
-            ),
-            key=lambda c: (-c.weight, c.name),
+        self.pools = by_weight(
+            pool_catalog(p, instance_types[p.name], self.dims, self.daemonsets)
+            for p in nodepools
+            if p.name in instance_types
         )
         live = [n for n in snapshot.nodes if not n.marked_for_deletion]
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
@@ -346,22 +355,21 @@ class _Solver:
     # --- the loop -------------------------------------------------------------------
 
     def run(self) -> Plan:
-        failed: list[tuple[_Group, PodConstraints, list[int], Rejection]] = []
+        failed: list[tuple[_Group, list[int], Rejection]] = []
         for group in self.groups:
-            assert group.constraints is not None
-            outcome = self._schedule(group, group.constraints, list(range(len(group.keys))))
+            outcome = self._schedule(group, list(range(len(group.keys))))
             if outcome is not None:
                 failed.append((group, *outcome))
         while failed:
             before = self.placed
             retry, failed = failed, []
-            for group, constraints, members, _ in retry:
-                outcome = self._schedule(group, constraints, members)
+            for group, members, _ in retry:
+                outcome = self._schedule(group, members)
                 if outcome is not None:
                     failed.append((group, *outcome))
             if self.placed == before:
                 break
-        for group, _, members, rejection in failed:
+        for group, members, rejection in failed:
             for i in members:
                 key = group.keys[i]
                 self.plan.unplaceable[key] = Unplaceable(
@@ -399,10 +407,12 @@ class _Solver:
     def _hostname(self, pool: PoolCatalog) -> str:
         return f"{pool.name}-nodeclaim-{next(self._claim_numbers)}"
 
-    def _schedule(
-        self, group: _Group, constraints: PodConstraints, members: list[int]
-    ) -> tuple[PodConstraints, list[int], Rejection] | None:
-        """Place what fits, relaxing preferences while pods remain."""
+    def _schedule(self, group: _Group, members: list[int]) -> tuple[list[int], Rejection] | None:
+        """Place what fits, relaxing preferences while pods remain. Every attempt starts
+        from the pods' full preferences, as Karpenter's does: a retry after other pods
+        were placed may meet preferences (pod affinity) that failed before."""
+        constraints = group.constraints
+        assert constraints is not None
         while True:
             members, rejection = self._place(group, constraints, members)
             if not members:
@@ -410,7 +420,7 @@ class _Solver:
             relaxed = constraints.relax()
             if relaxed is None:
                 assert rejection is not None
-                return constraints, members, rejection
+                return members, rejection
             constraints = relaxed[0]
 
     def _place(
@@ -529,7 +539,10 @@ class _Solver:
                 continue
             eligible = (
                 self.topology.eligible(
-                    tg, constraints.requirements, constraints.signature, group.tolerations
+                    tg,
+                    constraints.strict_requirements,
+                    constraints.strict_signature,
+                    group.tolerations,
                 )
                 if tg.kind == SPREAD
                 else frozenset()
@@ -606,7 +619,7 @@ class _Solver:
     ) -> _Fit | Rejection:
         room = draft.room
         if any(amount > room[d] for d, amount in group.wanted):
-            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+            return Rejection(m.RESOURCES, msg.NO_ROOM, True)
         base = self._base(draft.pool, group, constraints)
         if isinstance(base, Rejection):
             return base
@@ -619,21 +632,18 @@ class _Solver:
                 return Rejection(m.NODE_AFFINITY, why, True)
             requirements, signature = self._merge(draft, constraints)
         if constraints.topology or group.selecting_anti:
-            domains = self._topology(
-                group, constraints, _draft_domains(draft, requirements), draft.pending
-            )
+            domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            pinned = _pin(requirements, domains, constraints)
+            prices = _domain_prices(draft, requirements, group.vector)
+            pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
         idx = draft.idx
         if signature != draft.sig:
             idx = idx[draft.pool.compatible_types(requirements, signature)[idx]]
             if not len(idx):
-                return Rejection(
-                    m.NO_OFFERING, "no candidate type offers these requirements", False
-                )
+                return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
         return self._fit_types(draft, group, limit, requirements, signature, idx)
 
     def _fit_types(
@@ -651,12 +661,15 @@ class _Solver:
         counts = (free // group.vector[nz]).min(axis=1)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
-            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+            return Rejection(m.RESOURCES, msg.NO_ROOM, True)
         count = min(best, limit)
         if pool.min_values:
-            shortfall = pool.min_values_shortfall(idx[counts >= count])
-            if shortfall is not None:
-                return Rejection(m.MIN_VALUES, shortfall, True)
+            count = _most_within_min_values(pool, idx, counts, count)
+            if not count:
+                key, detail = pool.min_values_shortfall(idx[counts >= 1]) or ("", "")
+                return Rejection(
+                    m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
+                )
         return _Fit(count, requirements, signature, idx, counts)
 
     def _compatible_with(self, draft: Draft, constraints: PodConstraints) -> str | None:
@@ -678,20 +691,22 @@ class _Solver:
         group: _Group,
         constraints: PodConstraints,
         domains_of: Any,
-        pending: Mapping[TopologyGroup, int] | None = None,
     ) -> dict[str, list[str]] | Rejection:
         """Allowed domains per topology key for one more pod of ``group`` on a target
-        whose possible domains are ``domains_of(key)`` and that holds ``pending`` matching
-        pods not yet counted in any domain."""
+        whose possible domains are ``domains_of(key)``."""
         allowed: dict[str, list[str]] = {}
         topology = self.topology
         for tg in constraints.topology:
             candidates = allowed[tg.key] if tg.key in allowed else domains_of(tg.key)
             if not candidates:
-                return Rejection(tg.constraint, f"no {tg.key} domain for {tg.describe()}", True)
+                reason = msg.unsatisfiable_topology(tg.constraint, tg.key)
+                return Rejection(tg.constraint, msg.detailed(reason, "no domain"), True)
             eligible = (
                 topology.eligible(
-                    tg, constraints.requirements, constraints.signature, group.tolerations
+                    tg,
+                    constraints.strict_requirements,
+                    constraints.strict_signature,
+                    group.tolerations,
                 )
                 if tg.kind == SPREAD
                 else frozenset()
@@ -701,7 +716,6 @@ class _Solver:
                 candidates,
                 tg.selects(group.namespace, group.labels),
                 eligible,
-                pending.get(tg, 0) if pending else 0,
             )
             if isinstance(result, Rejection):
                 return result
@@ -710,11 +724,9 @@ class _Solver:
             candidates = allowed[key] if key in allowed else domains_of(key)
             result = topology.blocked_by_owners(group.selecting_anti, key, candidates)
             if candidates and not result:
-                return Rejection(
-                    m.POD_ANTI_AFFINITY,
-                    f"a running pod's anti-affinity excludes this {key} domain",
-                    True,
-                )
+                reason = msg.unsatisfiable_topology(m.POD_ANTI_AFFINITY, key)
+                detail = "a placed pod's anti-affinity excludes these domains"
+                return Rejection(m.POD_ANTI_AFFINITY, msg.detailed(reason, detail), True)
             if candidates:
                 allowed[key] = result
         return allowed
@@ -727,7 +739,7 @@ class _Solver:
         """Whether the pool can take the group at all, and its compatible types."""
         taint = untolerated(group.tolerations, pool.taints, constraints.honor_prefer_no_schedule)
         if taint is not None:
-            return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+            return Rejection(m.TAINTS, msg.untolerated_taint(taint), True)
         volumes = constraints.volume_requirements
         cache_key = (pool.name, constraints.signature, repr(volumes.to_dicts()) if volumes else "")
         found = self._pool_base.get(cache_key)
@@ -745,19 +757,17 @@ class _Solver:
         if why is not None:
             volume_only = pool.requirements.compatible(constraints.node_requirements) is None
             return Rejection(
-                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY,
-                f"incompatible requirements, {why}",
-                True,
+                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY, msg.incompatible(why), True
             )
         requirements = pool.requirements.intersection(constraints.requirements)
         signature = repr(requirements.to_dicts())
         mask = pool.compatible_types(requirements, signature)
         if not mask.any():
+            if not pool.compatible_types(pool.requirements, self._pool_signature(pool)).any():
+                return Rejection(m.NO_INSTANCE_TYPE, msg.POOL_FILTERED, True)
             if not pool.label_compatible(requirements).any():
-                return Rejection(
-                    m.NO_INSTANCE_TYPE, "no instance type matches the requirements", True
-                )
-            return Rejection(m.NO_OFFERING, "no available offering matches the requirements", True)
+                return Rejection(m.NO_INSTANCE_TYPE, msg.NO_INSTANCE_TYPE, True)
+            return Rejection(m.NO_OFFERING, msg.NO_OFFERING, True)
         return requirements, signature, np.nonzero(mask)[0]
 
     def _new_draft(
@@ -773,9 +783,11 @@ class _Solver:
                 continue
             self.drafts.append(made[0])
             return made
-        constraint = reasons[0][1].constraint
-        message = "; ".join(f"nodepool {name!r}: {r.message}" for name, r in reasons)
-        return Rejection(constraint, message, True)
+        return Rejection(
+            _main_constraint([r for _, r in reasons]),
+            msg.per_nodepool([(name, r.message) for name, r in reasons]),
+            True,
+        )
 
     def _no_pool_rejection(self) -> Rejection:
         """Without pools, why the nodes refused (kube-scheduler style counts)."""
@@ -837,10 +849,9 @@ class _Solver:
                 self._check_draft(without_limits, group, constraints, limit), Rejection
             ):
                 names = ", ".join(pool.limit_dims.names)
-                return Rejection(
-                    m.POOL_LIMITS, f"limits on {names} leave no room for a node with {needs}", True
-                )
-        return Rejection(m.RESOURCES, f"no instance type has room for {needs}", True)
+                detail = f"limits on {names} leave no room for a node with {needs}"
+                return Rejection(m.POOL_LIMITS, msg.detailed(msg.NO_ROOM, detail), True)
+        return Rejection(m.RESOURCES, msg.detailed(msg.NO_ROOM, f"requests {needs}"), True)
 
     def _within_limits(self, pool: PoolCatalog, idx: np.ndarray) -> np.ndarray | Rejection:
         limits = pool.limits
@@ -849,16 +860,21 @@ class _Solver:
         if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (
             len(drafts) + 1
         ):
+            detail = f"limit nodes={limits[res.NODES] // 1000} reached"
             return Rejection(
-                m.POOL_LIMITS, f"limit nodes={limits[res.NODES] // 1000} reached", True
+                m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
-        remaining = pool.limit_dims.vector(limits) - pool.limit_dims.vector(used)
+        dims = pool.limit_dims.names
+        remaining = [limits[name] - used.get(name, 0) for name in dims]  # Python ints: exact
         for draft in drafts:
-            remaining = remaining - draft.reservation()
-        kept = idx[(pool.capacity[idx] <= remaining).all(axis=1)]
+            remaining = [r - int(t) for r, t in zip(remaining, draft.reservation(), strict=True)]
+        room = pool.limit_dims.vector(dict(zip(dims, remaining, strict=True)))
+        kept = idx[(pool.capacity[idx] <= room).all(axis=1)]
         if not len(kept):
-            names = ", ".join(pool.limit_dims.names)
-            return Rejection(m.POOL_LIMITS, f"limits on {names} leave no room for a node", True)
+            detail = f"limits on {', '.join(dims)} leave no room for a node"
+            return Rejection(
+                m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
+            )
         return kept
 
     # --- commit ---------------------------------------------------------------------
@@ -878,8 +894,7 @@ class _Solver:
             keep = fit.idx[fit.counts >= count]
             target.add(fit.requirements, fit.signature, keep, group.vector, keys)
             target.ports |= group.ports
-            if target.pending:
-                self.topology.settle(target.pending, target.domains)
+            requirements, taints = target.requirements, target.pool.taints
         else:
             for d, amount in group.wanted:
                 target.free[d] -= amount * count
@@ -888,8 +903,8 @@ class _Solver:
                 target.volumes.setdefault(driver, set()).update(ids)
             for key in keys:
                 self.plan.existing[key] = target.node.name
-        pending = target.pending if isinstance(target, Draft) else None
-        self.topology.record(group.selecting, target.domains, count, pending)
+            requirements, taints = target.label_requirements, target.taints
+        self.topology.record(group.selecting, target.domains, count, requirements, taints)
         for tg in constraints.required_topology:
             if tg.kind == ANTI_AFFINITY:
                 self.topology.record_owner(tg, target.domains(tg.key), count)
@@ -897,6 +912,19 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+
+
+def _most_within_min_values(
+    pool: PoolCatalog, idx: np.ndarray, counts: np.ndarray, count: int
+) -> int:
+    """The most pods, up to ``count``, that leave candidate types (those with room for
+    that many) satisfying the pool's minValues; 0 when not even one does. Fewer pods
+    keep more types, so the rest open another NodeClaim, as Karpenter does."""
+    smaller = sorted({int(c) for c in counts if 0 < c < count}, reverse=True)
+    for k in (count, *smaller):
+        if pool.min_values_shortfall(idx[counts >= k]) is None:
+            return k
+    return 0
 
 
 def _is_free(group: _Group) -> bool:
@@ -912,6 +940,18 @@ def _is_free(group: _Group) -> bool:
         or group.volumes.requirements
         or group.selecting
     )
+
+
+# Reasons that say the pod does not target the pool at all: another pool's reason is the
+# more telling constraint of a pod no pool can take.
+_NOT_TARGETED = frozenset({m.TAINTS, m.NODE_AFFINITY})
+
+
+def _main_constraint(rejections: Sequence[Rejection]) -> str:
+    """The constraint a pod refused by every pool is reported under: that of the first
+    pool it targets (tolerates and matches), else the first pool's."""
+    targeted = [r for r in rejections if r.constraint not in _NOT_TARGETED]
+    return (targeted or rejections)[0].constraint
 
 
 def _refuse(plan: Plan, pods: Sequence[Pod], constraint: str, message: str) -> None:
@@ -965,19 +1005,43 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
     return domains_of
 
 
+def _domain_prices(draft: Draft, requirements: Requirements, requests: np.ndarray) -> Any:
+    """``price(key)``: per value of the zone or capacity type, the cheapest offering there
+    of the draft's candidate types with room for ``requests`` (other keys: no prices)."""
+
+    def price(key: str) -> dict[str, float]:
+        if key not in (wk.ZONE, wk.CAPACITY_TYPE):
+            return {}
+        pool = draft.pool
+        room = (pool.allocatable[draft.idx] - draft.used >= requests).all(axis=1)
+        prices = pool.offering_prices(requirements)[draft.idx[room]]
+        axis = (0, 2) if key == wk.ZONE else (0, 1)
+        names = draft.pool.zones if key == wk.ZONE else draft.pool.capacity_types
+        return dict(zip(names, prices.min(axis=axis, initial=np.inf).tolist(), strict=True))
+
+    return price
+
+
 def _pin(
-    requirements: Requirements, domains: dict[str, list[str]], constraints: PodConstraints
+    requirements: Requirements,
+    domains: dict[str, list[str]],
+    constraints: PodConstraints,
+    price: Any,
 ) -> Requirements:
-    """Narrow the draft to the chosen domains: one domain for keys the pod's own
-    constraints use (the emptiest by its spread counts), the allowed set otherwise."""
-    own = {tg.key: tg for tg in constraints.topology}
+    """Narrow the draft to the chosen domains: one domain where the pod's own constraints
+    need one (see ``_single_domain``; the emptiest by its spread counts, then the
+    cheapest), the allowed set otherwise."""
+    own: dict[str, list[TopologyGroup]] = {}
+    for tg in constraints.topology:
+        own.setdefault(tg.key, []).append(tg)
     out = requirements
     for key, values in domains.items():
         if key == wk.HOSTNAME:
             continue
-        if key in own:
-            counts = own[key].counts
-            values = [min(values, key=lambda v: (counts.get(v, 0), v))]
+        groups = own.get(key, ())
+        if any(_single_domain(tg, constraints) for tg in groups):
+            counts, prices = groups[0].counts, price(key)
+            values = [min(values, key=lambda v: (counts.get(v, 0), prices.get(v, 0.0), v))]
         current = requirements.get(key)
         if current is not None and not current.complement and current.values == set(values):
             continue
@@ -985,3 +1049,16 @@ def _pin(
             out = requirements.copy()
         out.add(Requirement.new(key, IN, values))
     return out
+
+
+def _single_domain(group: TopologyGroup, constraints: PodConstraints) -> bool:
+    """Whether a NodeClaim taking a pod that owns ``group`` is pinned to one domain of its
+    key. As in Karpenter: a spread always (its counts need the domain), an affinity when it
+    bootstraps (no matching pod anywhere yet), otherwise the allowed domains stay open.
+    Unlike Karpenter, a required anti-affinity pins too, so the next pod of the group
+    still finds an empty domain (docs/compatibility.md)."""
+    if group.kind == SPREAD:
+        return True
+    if group.kind == AFFINITY:
+        return not any(group.counts.values())
+    return group in constraints.required_topology
