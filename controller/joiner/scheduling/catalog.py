@@ -101,8 +101,11 @@ class PoolCatalog:
         self.capacity = np.array(
             [self.limit_dims.vector(it.capacity) for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(limit_names))
-        self.zones = sorted({o.zone for it in self.types for o in it.offerings})
-        self.capacity_types = sorted({o.capacity_type for it in self.types for o in it.offerings})
+        # only where something can launch: a zone without an available offering is no
+        # topology domain of the pool (as the types' zone requirements are in Karpenter)
+        available = [o for it in self.types for o in it.offerings if o.available]
+        self.zones = sorted({o.zone for o in available})
+        self.capacity_types = sorted({o.capacity_type for o in available})
         self.prices = self._price_cube()
         self._daemonsets = daemonsets
         self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))

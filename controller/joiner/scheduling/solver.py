@@ -456,28 +456,33 @@ class _Solver:
     def _fill_drafts(
         self, group: _Group, constraints: PodConstraints, members: list[int]
     ) -> list[int]:
-        """Each pod to the open NodeClaim with the fewest pods that has room (ties: the
-        older claim), for the whole group at once; a claim is checked only when it is
-        the emptiest left."""
-        heap: list[tuple[int, int, int]] = [(d.count, i, -1) for i, d in enumerate(self.drafts)]
+        """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
+        group at once; among claims with as few pods, the one whose price the pod raises
+        least, then the older claim. A claim is checked only when it is among the emptiest
+        left."""
+        unknown = -1.0  # sorts before any price rise: a claim is checked before it is chosen
+        heap: list[tuple[int, float, int, int]] = [
+            (d.count, unknown, i, -1) for i, d in enumerate(self.drafts)
+        ]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
+        rises: dict[int, Any] = {}
         taken: dict[int, list[int]] = {}
         placed = 0
         for member in members:
-            while heap and heap[0][2] == -1:  # room not known yet
-                pods, i, _unknown = heapq.heappop(heap)
+            while heap and heap[0][1] == unknown:
+                pods, _, i, _ = heapq.heappop(heap)
                 fit = self._check_draft(self.drafts[i], group, constraints, len(members))
                 if isinstance(fit, _Fit):
-                    fits[i] = fit
-                    heapq.heappush(heap, (pods, i, fit.count))
+                    fits[i], rises[i] = fit, _price_rise(self.drafts[i], fit)
+                    heapq.heappush(heap, (pods, rises[i](1), i, fit.count))
             if not heap:
                 break
-            pods, i, room = heapq.heappop(heap)
+            pods, _, i, room = heapq.heappop(heap)
             taken.setdefault(i, []).append(member)
             placed += 1
             if room > 1:
-                heapq.heappush(heap, (pods + 1, i, room - 1))
+                heapq.heappush(heap, (pods + 1, rises[i](len(taken[i]) + 1), i, room - 1))
         for i in sorted(taken):
             self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
         return members[placed:]
@@ -1003,6 +1008,18 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
         return values
 
     return domains_of
+
+
+def _price_rise(draft: Draft, fit: _Fit) -> Any:
+    """``rise(k)``: how much the draft's price goes up when it takes k pods of the fit."""
+    assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
+    prices = draft.pool.offering_prices(fit.requirements)[fit.idx].min(axis=(1, 2))
+    now, counts = draft.price(), fit.counts
+
+    def rise(k: int) -> float:
+        return float(prices[counts >= k].min(initial=np.inf)) - now
+
+    return rise
 
 
 def _domain_prices(draft: Draft, requirements: Requirements, requests: np.ndarray) -> Any:

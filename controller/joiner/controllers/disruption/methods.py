@@ -19,6 +19,7 @@ from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.scheduling.catalog import Dimensions
 from joiner.scheduling.model import NodeClaimPlan, Plan
 
 MULTI_NODE_MAX_CANDIDATES = 100
@@ -271,13 +272,21 @@ def least_replacement_load(
     free = _matrix(rooms, names)  # rooms x resources
     fit = (need[:, None, :] <= free[None, :, :]).all(axis=2)  # pod fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
-    beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
-    load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
+    beyond = _total(requests, movable, names) - _total(rooms, usable, names)
+    load = _total(requests, ~movable, names) + np.maximum(beyond, 0)
     return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}
 
 
+def _total(lists: Sequence[Mapping[str, int]], chosen: np.ndarray, names: list[str]) -> np.ndarray:
+    """Per resource, the exact sum of the chosen lists (Python integers: the vectors
+    saturate, and sums of many amounts could overflow int64)."""
+    rows = [lists[i] for i in np.nonzero(chosen)[0]]
+    return np.array([sum(r.get(name, 0) for r in rows) for name in names], dtype=object)
+
+
 def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
-    rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    dims = Dimensions(names)
+    rows = [dims.vector(resources) for resources in lists]
     return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
 
 
