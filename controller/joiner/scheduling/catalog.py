@@ -217,6 +217,6 @@ class PoolCatalog:
                 if (r := it.requirements.get(key)) is not None and not r.complement
                 for v in r.values
             }
-            if not allowed.complement:
-                values |= set(allowed.values)
+        if not allowed.complement:  # the pool names these domains, offered or not
+            values |= set(allowed.values)
         return {v for v in values if allowed.has(v)}

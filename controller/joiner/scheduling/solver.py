@@ -247,6 +247,8 @@ class _Solver:
         self._merged: dict[tuple[str, str], tuple[Requirements, str]] = {}
         self._pool_base: dict[tuple, Rejection | tuple[Requirements, str, np.ndarray]] = {}
         self._usage = self._pool_usage()
+        # per pool with limits: its open NodeClaims and what they reserve (exact sums)
+        self._reserved: dict[str, tuple[int, list[int]]] = {}
         self._overhead: dict[str, np.ndarray] = {}  # daemonset overhead by requirements
 
     # --- setup ----------------------------------------------------------------------
@@ -640,7 +642,7 @@ class _Solver:
             domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            prices = _domain_prices(draft, requirements, group.vector)
+            prices = _domain_prices(draft, group.vector)
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
@@ -787,6 +789,7 @@ class _Solver:
                 reasons.append((pool.name, made))
                 continue
             self.drafts.append(made[0])
+            self._reserve(made[0], None)
             return made
         return Rejection(
             _main_constraint([r for _, r in reasons]),
@@ -861,19 +864,18 @@ class _Solver:
     def _within_limits(self, pool: PoolCatalog, idx: np.ndarray) -> np.ndarray | Rejection:
         limits = pool.limits
         used = self._usage.get(pool.name, {})
-        drafts = [d for d in self.drafts if d.pool is pool]
-        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (
-            len(drafts) + 1
-        ):
+        dims = pool.limit_dims.names
+        drafts, reserved = self._reserved.get(pool.name, (0, [0] * len(dims)))
+        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (drafts + 1):
             detail = f"limit nodes={limits[res.NODES] // 1000} reached"
             return Rejection(
                 m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
-        dims = pool.limit_dims.names
-        remaining = [limits[name] - used.get(name, 0) for name in dims]  # Python ints: exact
-        for draft in drafts:
-            remaining = [r - int(t) for r, t in zip(remaining, draft.reservation(), strict=True)]
-        room = pool.limit_dims.vector(dict(zip(dims, remaining, strict=True)))
+        remaining = {  # Python integers: exact however large the limits
+            name: limits[name] - used.get(name, 0) - taken
+            for name, taken in zip(dims, reserved, strict=True)
+        }
+        room = pool.limit_dims.vector(remaining)
         kept = idx[(pool.capacity[idx] <= room).all(axis=1)]
         if not len(kept):
             detail = f"limits on {', '.join(dims)} leave no room for a node"
@@ -881,6 +883,20 @@ class _Solver:
                 m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
         return kept
+
+    def _reserve(self, draft: Draft, before: np.ndarray | None) -> None:
+        """Account a new NodeClaim's reservation of its pool's limits (``before`` None), or
+        the change of one whose candidate types narrowed from reserving ``before``."""
+        pool = draft.pool
+        if not pool.limits:
+            return
+        count, reserved = self._reserved.get(pool.name, (0, [0] * len(pool.limit_dims.names)))
+        now = draft.reservation().tolist()
+        if before is None:
+            count, change = count + 1, now
+        else:
+            change = [a - b for a, b in zip(now, before.tolist(), strict=True)]
+        self._reserved[pool.name] = (count, [r + c for r, c in zip(reserved, change, strict=True)])
 
     # --- commit ---------------------------------------------------------------------
 
@@ -897,7 +913,10 @@ class _Solver:
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
             keep = fit.idx[fit.counts >= count]
+            before = target.reservation() if target.pool.limits else None
             target.add(fit.requirements, fit.signature, keep, group.vector, keys)
+            if before is not None:
+                self._reserve(target, before)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
         else:
@@ -1022,19 +1041,26 @@ def _price_rise(draft: Draft, fit: _Fit) -> Any:
     return rise
 
 
-def _domain_prices(draft: Draft, requirements: Requirements, requests: np.ndarray) -> Any:
-    """``price(key)``: per value of the zone or capacity type, the cheapest offering there
-    of the draft's candidate types with room for ``requests`` (other keys: no prices)."""
+def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
+    """``price(key, requirements)``: per value of the zone or capacity type, (the cheapest
+    offering there of the draft's candidate types with room for ``requests``, how many
+    values of the other key offer it there); other keys have no prices. Among equally
+    empty domains a pod takes the cheapest, then the one with the fewest options, which
+    keeps the flexible domains for the pods that follow."""
 
-    def price(key: str) -> dict[str, float]:
+    def price(key: str, requirements: Requirements) -> dict[str, tuple[float, int]]:
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
         room = (pool.allocatable[draft.idx] - draft.used >= requests).all(axis=1)
-        prices = pool.offering_prices(requirements)[draft.idx[room]]
-        axis = (0, 2) if key == wk.ZONE else (0, 1)
-        names = draft.pool.zones if key == wk.ZONE else draft.pool.capacity_types
-        return dict(zip(names, prices.min(axis=axis, initial=np.inf).tolist(), strict=True))
+        prices = pool.offering_prices(requirements)[draft.idx[room]]  # [t, z, c]
+        by_domain = prices.min(axis=0, initial=np.inf)  # [z, c]
+        if key == wk.CAPACITY_TYPE:
+            by_domain = by_domain.T
+        names = pool.zones if key == wk.ZONE else pool.capacity_types
+        cheapest = by_domain.min(axis=1, initial=np.inf).tolist()
+        options = np.isfinite(by_domain).sum(axis=1).tolist()
+        return dict(zip(names, zip(cheapest, options, strict=True), strict=True))
 
     return price
 
@@ -1046,8 +1072,8 @@ def _pin(
     price: Any,
 ) -> Requirements:
     """Narrow the draft to the chosen domains: one domain where the pod's own constraints
-    need one (see ``_single_domain``; the emptiest by its spread counts, then the
-    cheapest), the allowed set otherwise."""
+    need one (see ``_single_domain``; the emptiest by its spread counts, then by
+    ``price``), the allowed set otherwise."""
     own: dict[str, list[TopologyGroup]] = {}
     for tg in constraints.topology:
         own.setdefault(tg.key, []).append(tg)
@@ -1057,8 +1083,9 @@ def _pin(
             continue
         groups = own.get(key, ())
         if any(_single_domain(tg, constraints) for tg in groups):
-            counts, prices = groups[0].counts, price(key)
-            values = [min(values, key=lambda v: (counts.get(v, 0), prices.get(v, 0.0), v))]
+            counts, prices = groups[0].counts, price(key, out)  # consistent with earlier pins
+            offered = [v for v in values if prices.get(v, (0.0, 0))[0] < np.inf] or values
+            values = [min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))]
         current = requirements.get(key)
         if current is not None and not current.complement and current.values == set(values):
             continue

@@ -318,3 +318,106 @@ def test_a_spread_failure_names_the_topology_key():
         "unsatisfiable topology constraint for topology spread, key=topology.kubernetes.io/zone,"
         " maxSkew 1 would be exceeded, nodepool=default"
     )
+
+
+def _zone_spread(skew: int = 1) -> list[dict]:
+    return [
+        {
+            "maxSkew": skew,
+            "topologyKey": wk.ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": WEB},
+        }
+    ]
+
+
+def test_a_zone_without_an_available_offering_is_no_domain():
+    """The only type can launch in zone 1 alone (zone 3 is unavailable): three web pods
+    spread over the zones all go to zone 1, as nothing can ever run in zone 3."""
+    types = [
+        new_instance_type(
+            "only",
+            cpu="4",
+            memory="8Gi",
+            pods=20,
+            offerings=[
+                Offering("test-zone-1", "on-demand", 0.2),
+                Offering("test-zone-3", "on-demand", 0.2, available=False),
+            ],
+        )
+    ]
+    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_zone_spread()) for i in range(3)]
+    plan = run(pods, types=types)
+    assert plan.unplaceable == {}
+    assert {_zone(nc) for nc in plan.nodeclaims} == {"test-zone-1"}
+
+
+def test_a_zone_the_pool_names_is_a_domain_even_without_offerings():
+    """The pool names zones 1 and 2 but its types launch only in zone 1: zone 2 stays an
+    empty domain, so a second pod may not join the first (as in Karpenter)."""
+    types = [
+        new_instance_type(
+            "only", cpu="4", memory="8Gi", pods=20, offerings=[Offering("test-zone-1", "spot", 1)]
+        )
+    ]
+    pool = nodepool(
+        requirements=[{"key": wk.ZONE, "operator": "In", "values": ["test-zone-1", "test-zone-2"]}]
+    )
+    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_zone_spread()) for i in range(2)]
+    assert reasons(run(pods, pools=[pool], types=types)) == {"w1": TOPOLOGY_SPREAD}
+
+
+def test_an_open_nodeclaim_is_chosen_where_the_pod_raises_its_price_least():
+    """a and b must be apart, so each opens a NodeClaim; c fits a's only on a larger type
+    (a holds 3.8 of 4 CPUs) and b's on its current one: it joins b, not the older a."""
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"apart": "yes"}}, "topologyKey": wk.HOSTNAME}
+            ]
+        }
+    }
+    pods = [
+        pod("a", cpu="3800m", labels={"apart": "yes"}, affinity=apart),
+        pod("b", cpu="1500m", labels={"apart": "yes"}, affinity=apart),
+        pod("c", cpu="500m"),
+    ]
+    plan = run(pods, types=catalogue()[1:])  # medium (4 CPU, 8Gi) and large
+    assert layout(plan) == [("medium", ["a"]), ("medium", ["b", "c"])]
+
+
+def test_equally_empty_zones_go_to_the_least_flexible_first():
+    """Zone 3 has only on-demand, zone 2 spot and on-demand: the first pod takes zone 3,
+    so the next (which must differ in capacity type) can still have spot in zone 2 and
+    the last two pods share the two NodeClaims instead of opening a third."""
+    types = [
+        new_instance_type(
+            "t",
+            cpu="8",
+            memory="64Gi",
+            pods=110,
+            offerings=[
+                Offering("test-zone-2", "spot", 1.0),
+                Offering("test-zone-2", "on-demand", 1.0),
+                Offering("test-zone-3", "on-demand", 1.0),
+            ],
+        )
+    ]
+    spread = [
+        *_zone_spread(),
+        {
+            "maxSkew": 1,
+            "topologyKey": wk.CAPACITY_TYPE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": WEB},
+        },
+    ]
+    pods = [
+        pod(f"w{i}", cpu="3", memory="6Gi", labels=WEB, topologySpreadConstraints=spread)
+        for i in range(4)
+    ]
+    plan = run(pods, types=types)
+    assert plan.unplaceable == {}
+    assert sorted(
+        (_zone(nc), _requirement(nc, wk.CAPACITY_TYPE)[0], len(nc.pods)) for nc in plan.nodeclaims
+    ) == [("test-zone-2", "spot", 2), ("test-zone-3", "on-demand", 2)]
