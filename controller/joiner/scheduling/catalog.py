@@ -110,6 +110,7 @@ class PoolCatalog:
         self._daemonsets = daemonsets
         self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))
         self._compatible: dict[str, np.ndarray] = {}
+        self._type_prices: dict[str, np.ndarray] = {}
         self._min_value_codes: dict[str, np.ndarray] = {}
         self._domains: dict[str, frozenset[str]] = {}
         self.min_values = {
@@ -137,6 +138,15 @@ class PoolCatalog:
         cts = np.array([capacity_type.has(c) for c in self.capacity_types], dtype=bool)
         allowed = zones[:, None] & cts[None, :]
         return np.where(allowed[None, :, :], self.prices, np.inf)
+
+    def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:
+        """Per type, its cheapest offering the requirements allow (infinity: none)."""
+        found = self._type_prices.get(signature)
+        if found is None:
+            found = self._type_prices[signature] = self.offering_prices(requirements).min(
+                axis=(1, 2), initial=np.inf
+            )
+        return found
 
     def compatible_types(self, requirements: Requirements, signature: str) -> np.ndarray:
         """Boolean mask of types whose labels intersect ``requirements`` and that have an

@@ -19,6 +19,8 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_reserved",
+        "_reserved_for",
         "count",
         "hostname",
         "idx",
@@ -52,6 +54,8 @@ class Draft:
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
         self.room: list[int] = self._room()
+        self._reserved_for = -1
+        self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def _room(self) -> list[int]:
         """Per dimension, the most any candidate type still has free (a quick pre-check)."""
@@ -82,12 +86,16 @@ class Draft:
 
     def price(self) -> float:
         """The cheapest offering of any candidate type under the requirements."""
-        return float(self.pool.offering_prices(self.requirements)[self.idx].min())
+        return float(self.pool.type_prices(self.requirements, self.sig)[self.idx].min())
 
     def reservation(self) -> np.ndarray:
         """What this NodeClaim may take from its pool's limits: the largest capacity
-        among its candidate types [SPEC 3.9]."""
-        return self.pool.capacity[self.idx].max(axis=0)
+        among its candidate types [SPEC 3.9]. Candidates only ever shrink to a subset,
+        so their number tells whether the last answer still holds."""
+        if self._reserved_for != len(self.idx):
+            self._reserved = self.pool.capacity[self.idx].max(axis=0)
+            self._reserved_for = len(self.idx)
+        return self._reserved
 
 
 def finalize(draft: Draft) -> NodeClaimPlan:

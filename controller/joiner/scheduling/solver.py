@@ -14,11 +14,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +69,22 @@ def solve(
 ) -> Plan:
     """Place ``pods``. ``instance_types`` maps a pool name to its available types; pools
     without an entry launch nothing."""
-    return _Solver(pods, nodepools, instance_types, snapshot or ClusterSnapshot()).run()
+    with _no_cycle_collection():
+        return _Solver(pods, nodepools, instance_types, snapshot or ClusterSnapshot()).run()
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """A solve allocates many short-lived objects, freed by reference counting; the cyclic
+    collector's passes over the caller's large, long-lived heap (the controller's state)
+    cost up to a third of a solve and find nothing, so they wait until it returns."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- pending pods ------------------------------------------------------------------
@@ -462,9 +479,10 @@ class _Solver:
         group at once; among claims with as few pods, the one whose price the pod raises
         least, then the older claim. A claim is checked only when it is among the emptiest
         left."""
-        unknown = -1.0  # sorts before any price rise: a claim is checked before it is chosen
+        # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
+        # the least rise there is (0), so it is checked before a claim known to rise
         heap: list[tuple[int, float, int, int]] = [
-            (d.count, unknown, i, -1) for i, d in enumerate(self.drafts)
+            (d.count, 0.0, i, -1) for i, d in enumerate(self.drafts)
         ]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
@@ -472,7 +490,7 @@ class _Solver:
         taken: dict[int, list[int]] = {}
         placed = 0
         for member in members:
-            while heap and heap[0][1] == unknown:
+            while heap and heap[0][3] == -1:
                 pods, _, i, _ = heapq.heappop(heap)
                 fit = self._check_draft(self.drafts[i], group, constraints, len(members))
                 if isinstance(fit, _Fit):
@@ -1030,13 +1048,16 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
 
 
 def _price_rise(draft: Draft, fit: _Fit) -> Any:
-    """``rise(k)``: how much the draft's price goes up when it takes k pods of the fit."""
+    """``rise(k)``: how much the draft's price goes up when it takes k pods of the fit
+    (its candidates by price; the cheapest with room for k pods sets the new price)."""
     assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
-    prices = draft.pool.offering_prices(fit.requirements)[fit.idx].min(axis=(1, 2))
-    now, counts = draft.price(), fit.counts
+    prices = draft.pool.type_prices(fit.requirements, fit.signature)[fit.idx]
+    order = np.argsort(prices, kind="stable")
+    ranked = list(zip(prices[order].tolist(), fit.counts[order].tolist(), strict=True))
+    now = draft.price()
 
     def rise(k: int) -> float:
-        return float(prices[counts >= k].min(initial=np.inf)) - now
+        return next((price - now for price, room in ranked if room >= k), np.inf)
 
     return rise
 
