@@ -19,10 +19,10 @@ and its cheapest run counts. The run fails if Joiner leaves a pod
 unplaced, is under 10x upstream's pods/s on any mix of 100 pods or more, costs more than
 upstream + 1%, or misses its own targets.
 
-Cost quality uses c5/m5/r5/c6i/m6i/r6i/c7i/m7i types with their us-east-1 on-demand
-prices (shared/data): the plan's $/hour over the fractional lower bound (the cheapest
-mix of types, fractions allowed, whose allocatable covers the summed CPU and memory
-requests).
+Cost quality uses c5/m5/r5/c6i/m6i/r6i/c7i/m7i types with their us-east-1
+on-demand prices (the package's table): the plan's $/hour over the fractional lower bound
+(the cheapest mix of types, fractions allowed, whose allocatable covers the summed
+CPU and memory requests).
 
 Run: ``python -m benchmarks scheduling`` (``taskset -c 0`` for one core); in quick mode
 the sizes are 100 and 500 (preferences 400), the oracle is not run and only correctness
@@ -47,6 +47,7 @@ from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.cloudprovider.aws.pricetables import table_path
 from joiner.cloudprovider.fake import DEFAULT_ZONES
 from joiner.cloudprovider.types import InstanceType, Offering, Overhead
 from joiner.scheduling.repack import fractional_cover
@@ -81,7 +82,7 @@ BENCH_NODEPOOL = {
         "limits": {"cpu": "10000000", "memory": "10000000Gi"},
     },
 }
-PRICES = Path(__file__).resolve().parents[2] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
+PRICES = table_path("us-east-1")  # the package's list prices
 FAMILIES = {"c5": 2, "m5": 4, "r5": 8, "c6i": 2, "m6i": 4, "r6i": 8, "c7i": 2, "m7i": 4}
 # ENI-limited max pods of these Nitro families by vCPU count: (ENIs - 0) x (IPv4 per ENI - 1)
 # + 2 with 3x10 ENIs/IPs at 2 vCPU, 4x15 at 4-8, 8x30 at 16-48, 15x50 from 64 [SPEC 5].

@@ -4,7 +4,7 @@ Ten Deployments of varied, realistic requests follow a day curve: 200 pods at ni
 5,000 at the midday peak, back to 200, with the replicas changed every 30 virtual
 minutes (``scale`` steps, then two ``advance`` samples). The catalogue is
 EC2-like: the c, m and r families of generations 5 to 7 (Intel and AMD), sizes large to
-8xlarge, with on-demand prices from the shared us-east-1 price list, spot at
+8xlarge, with on-demand prices from the package's us-east-1 price list, spot at
 ``SPOT_FRACTION`` of on-demand, vCPU from the size name and memory from the family ratio
 (c 2 GiB, m 4 GiB, r 8 GiB per vCPU), and allocatable after the kubelet's reservation
 (the EKS AMI formula).
@@ -46,16 +46,15 @@ from typing import Any
 
 import yaml
 from joiner.api import labels as wk
+from joiner.cloudprovider.aws.pricetables import table_path
 from joiner.sim.engine import Simulation
 from joiner.sim.result import EventRecord, NodeClaimRecord, SimulationResult
 from joiner.sim.scenario import ScenarioError, load_scenario
 
 from benchmarks import quick_mode
 
-# The shared price list lies beside the repository (it is not ours to ship).
-PRICE_LIST = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
-)
+# The package's us-east-1 list prices (joiner.cloudprovider.aws.pricetables).
+PRICE_LIST = table_path("us-east-1")
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 SPOT_FRACTION = 0.35  # spot at about a third of on-demand, the usual discount for c/m/r
 FAMILY_PATTERN = re.compile(r"^(?P<category>[cmr])(?P<generation>[567])(?P<variant>[ai]?)$")

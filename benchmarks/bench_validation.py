@@ -42,10 +42,11 @@ NODEPOOL: dict[str, Any] = {
         },
         "limits": {"cpu": "1000", "memory": "1000Gi"},
         "disruption": {
+            "consolidateAfter": "0s",
             "budgets": [
                 {"nodes": "10%"},
                 {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"},
-            ]
+            ],
         },
     },
 }

@@ -5,8 +5,9 @@ are per test). A local Kubernetes API server, the memory store behind KubeHTTPSe
 the wall clock (the production process tests and the e2e round trip).
 
 Tiers of real parts: a test that uses ``control_plane`` (a real kube-apiserver, see
-``joiner.testing.envtest``) belongs to the ``envtest`` tier; one that uses
-``karpenter_oracle`` (upstream's scheduler) to the ``oracle`` tier. Where a tier's part
+``joiner.testing.envtest``) or ``envtest_assets`` (the binaries, for a control plane of
+its own) belongs to the ``envtest`` tier; one that uses ``karpenter_oracle`` (upstream's
+scheduler) to the ``oracle`` tier. Where a tier's part
 cannot be found, its tests are skipped and the run ends with one line saying why and
 which variable to set. ``JOINER_REQUIRED_TIERS=envtest,oracle`` (set by ``.ci/run``) turns
 a skipped or empty tier into a failed run."""
@@ -36,22 +37,22 @@ from joiner.testing.assets import (
 from joiner.testing.envtest import ControlPlane
 from moto.server import ThreadedMotoServer
 
-# tier -> the fixture whose use puts a test in it
-TIERS = {"envtest": "control_plane", "oracle": "karpenter_oracle"}
+# tier -> the fixtures whose use puts a test in it
+TIERS = {"envtest": ("control_plane", "envtest_assets"), "oracle": ("karpenter_oracle",)}
 REQUIRED_TIERS_ENV = "JOINER_REQUIRED_TIERS"
 _unavailable: dict[str, str] = {}  # tier -> why its part is missing
 _outcomes: dict[str, dict[str, int]] = {tier: {} for tier in TIERS}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for tier in TIERS:
-        config.addinivalue_line("markers", f"{tier}: uses a real part ({TIERS[tier]})")
+    for tier, fixtures in TIERS.items():
+        config.addinivalue_line("markers", f"{tier}: uses a real part ({', '.join(fixtures)})")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        for tier, fixture in TIERS.items():
-            if fixture in getattr(item, "fixturenames", ()):
+        for tier, fixtures in TIERS.items():
+            if set(fixtures) & set(getattr(item, "fixturenames", ())):
                 item.add_marker(tier)
 
 
@@ -116,6 +117,24 @@ def control_plane() -> Iterator[ControlPlane]:
 
 def _tmpfs() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+@pytest.fixture
+def plane_workdir() -> Iterator[Path]:
+    """A scratch directory for a control plane of a test's own, on tmpfs where there is
+    one (etcd writes on every change), removed after the test."""
+    scratch = Path(tempfile.mkdtemp(prefix="joiner-plane-", dir=_tmpfs()))
+    yield scratch
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def envtest_assets() -> Path:
+    """The directory of every envtest binary (apiserver, etcd, controller manager,
+    scheduler), for a test that starts a control plane of its own."""
+    return _tier_part(
+        "envtest", lambda: find_envtest((*CONTROL_PLANE, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER))
+    )
 
 
 @pytest.fixture(scope="session")

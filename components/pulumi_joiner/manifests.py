@@ -7,6 +7,7 @@ same functions serve both; nothing here creates a resource.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,8 +50,7 @@ DEFAULT_RESOURCES = {
     "limits": {"memory": "1Gi"},
 }
 
-READ = ["get", "list", "watch"]
-WRITE_STATUS = ["patch", "update"]
+WATCH = ["list", "watch"]  # the controller's view of the cluster (its watches)
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,15 @@ def check_settings(
             )
     plain = {key: value for key, value in settings.items() if isinstance(value, str)}
     try:
-        Settings.from_env({**plain, "CLUSTER_NAME": "check"}, strict=True)
+        parsed = Settings.from_env({**plain, "CLUSTER_NAME": "check"}, strict=True)
     except SettingsError as error:
         raise ArgumentError(f"{owner}: argument 'settings' is invalid: {error}") from None
+    if ipaddress.ip_address(parsed.bind_address).is_loopback:
+        raise ArgumentError(
+            f"{owner}: argument 'settings.BIND_ADDRESS' is a loopback address: the kubelet's"
+            " probes and Prometheus reach the pod on its own IP (use 0.0.0.0, or :: on an IPv6"
+            " cluster)"
+        )
     return dict(settings)
 
 
@@ -141,34 +147,42 @@ def service_account(config: ControllerConfig) -> dict[str, Any]:
 
 
 def cluster_role_rules() -> list[dict[str, Any]]:
-    """Exactly what [DEPLOY] lists: reads, then the writes the controller makes."""
+    """What the controller's code does with the API and nothing more: the real-server
+    round trip (tests/e2e/test_real_cluster.py) fails on any request RBAC refuses and on
+    any grant neither used nor listed there with the code path that needs it."""
     return [
-        _rule("", ["pods", "nodes", "persistentvolumes", "persistentvolumeclaims"], READ),
-        _rule("", ["namespaces"], READ),
-        _rule("storage.k8s.io", ["storageclasses", "csinodes", "volumeattachments"], READ),
-        _rule("apps", ["daemonsets", "deployments", "replicasets", "statefulsets"], READ),
-        _rule("policy", ["poddisruptionbudgets"], READ),
-        _rule(wk.KARPENTER_GROUP, ["nodepools", "nodeclaims"], READ),
-        _rule(wk.AWS_GROUP, ["ec2nodeclasses"], READ),
-        _rule(wk.KARPENTER_GROUP, ["nodeclaims"], ["create", "delete", "patch", "update"]),
-        _rule(wk.KARPENTER_GROUP, ["nodeclaims/status", "nodepools/status"], WRITE_STATUS),
-        _rule(wk.AWS_GROUP, ["ec2nodeclasses/status"], WRITE_STATUS),
-        _rule("", ["nodes"], ["patch", "update", "delete"]),
+        # joiner.state.cluster.WATCHED_KINDS, listed and watched
+        _rule("", ["pods", "persistentvolumes", "persistentvolumeclaims"], WATCH),
+        _rule("storage.k8s.io", ["storageclasses", "csinodes"], WATCH),
+        _rule("apps", ["daemonsets"], WATCH),
+        _rule("policy", ["poddisruptionbudgets"], WATCH),
+        # Nodes: registration, taints and finalizers written whole (update), then deleted
+        _rule("", ["nodes"], ["get", *WATCH, "update", "delete"]),
+        # NodeClaims: launched, labelled, finalized and deleted; their conditions
+        _rule(wk.KARPENTER_GROUP, ["nodeclaims"], ["get", *WATCH, "create", "update", "delete"]),
+        # NodePools and EC2NodeClasses: hash annotations and the class's finalizer (update)
+        _rule(wk.KARPENTER_GROUP, ["nodepools"], ["get", *WATCH, "update"]),
+        _rule(wk.AWS_GROUP, ["ec2nodeclasses"], ["get", *WATCH, "update"]),
+        _rule(wk.KARPENTER_GROUP, ["nodeclaims/status", "nodepools/status"], ["update"]),
+        _rule(wk.AWS_GROUP, ["ec2nodeclasses/status"], ["update"]),
+        # Draining: evictions, and deletion once terminationGracePeriod runs out
         _rule("", ["pods/eviction"], ["create"]),
         _rule("", ["pods"], ["delete"]),
+        # Events, a repeat bumping the count of the first
         _rule("", ["events"], ["create", "patch"]),
     ]
 
 
 def leader_election_rules() -> list[dict[str, Any]]:
-    """Leases in the controller's namespace; only its own lease may be changed."""
+    """Leases in the controller's namespace: only its own may be read and renewed (a
+    create cannot be limited to a name: RBAC does not know it before the object exists)."""
     return [
-        _rule("coordination.k8s.io", ["leases"], ["get", "list", "watch", "create"]),
+        _rule("coordination.k8s.io", ["leases"], ["create"]),
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": [LEADER_ELECTION_LEASE],
-            "verbs": ["patch", "update"],
+            "verbs": ["get", "update"],
         },
     ]
 

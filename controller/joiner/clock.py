@@ -48,6 +48,11 @@ def to_rfc3339(t: float) -> str:
     return datetime.fromtimestamp(int(t), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def to_micro_time(t: float) -> str:
+    """Kubernetes MicroTime form (a Lease's renewTime), e.g. 2026-01-01T00:00:00.250000Z."""
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def from_rfc3339(s: str) -> float:
     """Seconds since the epoch; a timestamp without an offset is read as UTC, never local."""
     parsed = datetime.fromisoformat(s.replace("Z", "+00:00"))

@@ -91,6 +91,13 @@ class Metrics:
             ["decision", "reason"],
             registry=r,
         )
+        self.background_failures = Counter(
+            "joiner_background_loop_failures",
+            "Failures of a background loop (the watches, the interruption queue poller, "
+            "leader election), by loop; each is logged and retried after a backoff.",
+            ["loop"],
+            registry=r,
+        )
         self.cluster_cost = Gauge(
             "joiner_cluster_cost_per_hour",
             "Price of the managed nodes, USD per hour.",

@@ -4,15 +4,23 @@ Prometheus metrics and the health probes are served on their own ports; logs are
 one JSON object per line.
 
 The loop waits on the feed (an event wakes it at once) or until the next reconcile
-is due; it never sleeps in decision code. Reconciles run in small slices so that a
-replica that loses the Lease stops acting within one slice.
+is due; it never sleeps in decision code. Leadership is checked before every
+reconcile, and every write of the reconcilers goes through a ``LeaderFence``, so a
+replica whose Lease lapsed (a long pause, an unreachable API server) stops acting
+before its next write. The background loops (watches, the interruption queue poller,
+leader election) retry their failures with a backoff, count them in a metric, and
+/healthz fails should one of them die.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
+import ipaddress
 import json
 import logging
 import math
+import socket
 import sys
 import threading
 import time
@@ -26,19 +34,21 @@ from prometheus_client import CONTENT_TYPE_LATEST, Gauge
 
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.validation import validate_object
+from joiner.background import BackgroundLoop
 from joiner.clock import Clock, RealClock
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.interruption.aws import production_feed
 from joiner.controllers.nodeclass import Resolver
 from joiner.kube.api import KubeAPI
-from joiner.leader import LeaderElector
+from joiner.leader import LeaderElector, LeaderFence
+from joiner.metrics import Metrics
 from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings
 from joiner.state.feed import ThreadedFeed
 
 log = logging.getLogger(__name__)
 
-RECONCILE_SLICE = 50  # reconciles between two looks at the leadership
+RECONCILE_SLICE = 50  # reconciles between two looks at the feed
 MAX_IDLE = 1.0  # seconds the loop waits at most, so a stop request is seen promptly
 STALL_LIMIT = 60.0  # /healthz fails when the loop has not turned for this long
 
@@ -107,6 +117,8 @@ class EndpointServer(ThreadingHTTPServer):
 
     def __init__(self, host: str, port: int, routes: dict[str, Route]) -> None:
         self.routes = routes
+        if ipaddress.ip_address(host).version == 6:
+            self.address_family = socket.AF_INET6  # the class default is IPv4 only
         super().__init__((host, port), _EndpointHandler)
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -145,7 +157,10 @@ def _listen(setting: str, host: str, port: int, routes: dict[str, Route]) -> End
     try:
         return EndpointServer(host, port, routes)
     except OSError as err:
-        raise StartupError(f"{setting}: cannot listen on {host}:{port}: {err.strerror}") from None
+        # An address no interface has is the address's fault, anything else the port's.
+        blamed = "BIND_ADDRESS" if err.errno == errno.EADDRNOTAVAIL else setting
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise StartupError(f"{blamed}: cannot listen on {where}: {err.strerror}") from None
 
 
 def _text(ok: bool, what: str) -> tuple[int, str, bytes]:
@@ -167,26 +182,6 @@ class LeaderElection:
     retry_period: float = 2.0
 
 
-class _ElectionThread:
-    """Ticks the elector every retry period, off the reconcile loop, so a long scheduling
-    pass never delays a renewal."""
-
-    def __init__(self, elector: LeaderElector, stop: threading.Event) -> None:
-        self.elector, self._stop = elector, stop
-        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.elector.tick()
-            self._stop.wait(self.elector.retry_period)
-
-
 # --- the controller process --------------------------------------------------------------
 
 
@@ -202,25 +197,31 @@ class ControllerProcess:
         stop: threading.Event,
         election: LeaderElection | None,
         clock: Clock | None = None,
-        host: str = "0.0.0.0",
     ) -> None:
         self.settings, self.stop = settings, stop
         self.clock = clock or RealClock()
+        metrics = Metrics()  # first: the interruption feed reports to it
         # Late bound: the operator (and its state) is built with the cloud.
         cloud, resolve_nodeclass = cloud_factory(
             lambda name: self.operator.state.nodeclasses.get(name)
         )
         feed, self.interruption_receiver = (
-            production_feed(settings.interruption_queue, settings.aws_region, lambda: self.leading)
+            production_feed(
+                settings.interruption_queue,
+                settings.aws_region,
+                lambda: self.leading,
+                on_failure=self._count_failure,
+            )
             if settings.interruption_queue
             else (None, None)
         )
         self.operator = Operator(
-            kube,
+            kube if election is None else LeaderFence(kube, lambda: self.leading),
             cloud,
             self.clock,
             resolve_nodeclass,
             OperatorOptions.from_settings(settings),
+            metrics=metrics,
             validate=validate_object,
             interruption_feed=feed,
         )
@@ -228,14 +229,24 @@ class ControllerProcess:
             "leader_election_master_status",
             "1 while this replica holds the leader-election Lease.",
             ["name"],
-            registry=self.operator.metrics.registry,
+            registry=metrics.registry,
         )
         self.elector = self._elector(kube, election)
         self._election_stop = threading.Event()
         self._election = (
-            _ElectionThread(self.elector, self._election_stop) if self.elector else None
+            BackgroundLoop(
+                "leader-election",
+                self.elector.tick,
+                self._election_stop,
+                interval=self.elector.retry_period,
+                on_failure=self._count_failure,
+            )
+            if self.elector
+            else None
         )
         self._heartbeat = time.monotonic()
+        self._loops: list[BackgroundLoop] = []  # started by run(); /healthz watches them
+        host = settings.bind_address
         self.metrics_server = _listen(
             "METRICS_PORT", host, settings.metrics_port, {"/metrics": self._metrics}
         )
@@ -270,14 +281,19 @@ class ControllerProcess:
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading
 
+    def _count_failure(self, loop: str) -> None:
+        self.operator.metrics.background_failures.labels(loop).inc()
+
     # --- endpoints ---------------------------------------------------------------------
 
     def _metrics(self) -> tuple[int, str, bytes]:
         return 200, CONTENT_TYPE_LATEST, self.operator.metrics.exposition()
 
     def _healthz(self) -> tuple[int, str, bytes]:
-        alive = time.monotonic() - self._heartbeat < STALL_LIMIT
-        return _text(alive, "ok" if alive else "controller loop stalled")
+        if time.monotonic() - self._heartbeat >= STALL_LIMIT:
+            return _text(False, "controller loop stalled")
+        dead = [loop.name for loop in self._loops if not loop.alive]
+        return _text(not dead, f"background loop died: {', '.join(dead)}" if dead else "ok")
 
     def _readyz(self) -> tuple[int, str, bytes]:
         synced = self.operator.state.synced
@@ -288,16 +304,19 @@ class ControllerProcess:
     def run(self) -> int:
         self.metrics_server.start()
         self.health_server.start()
-        self.operator.attach(ThreadedFeed)
-        self.operator.feed.start()
+        self.operator.attach(functools.partial(ThreadedFeed, on_failure=self._count_failure))
+        self._loops = list(self.operator.feed.loops)
         if self.interruption_receiver is not None:
-            self.interruption_receiver.start()
+            self._loops.append(self.interruption_receiver.loop)
         if self._election is not None:
-            self._election.start()
+            self._loops.append(self._election)
+        for loop in self._loops:
+            loop.start()
         log.info(
             "controller started",
             extra={
                 "cluster": self.settings.cluster_name,
+                "bind_address": self.settings.bind_address,
                 "metrics_port": self.metrics_server.port,
                 "health_port": self.health_server.port,
             },
@@ -313,11 +332,14 @@ class ControllerProcess:
 
     def _loop(self) -> None:
         while not self.stop.is_set():
-            self._heartbeat = time.monotonic()
-            self.operator.pump()  # followers keep their view warm to take over quickly
-            busy = self.leading and self.operator.manager.run_due(RECONCILE_SLICE) > 0
-            if not busy:
-                self.operator.feed.wait(self._idle_time())
+            self._turn()
+
+    def _turn(self) -> None:
+        self._heartbeat = time.monotonic()
+        self.operator.pump()  # followers keep their view warm to take over quickly
+        ran = self.operator.manager.run_due(RECONCILE_SLICE, proceed=lambda: self.leading)
+        if not ran:
+            self.operator.feed.wait(self._idle_time())
 
     def _idle_time(self) -> float:
         due = self.operator.manager.next_due() if self.leading else None

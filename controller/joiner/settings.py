@@ -8,6 +8,7 @@ settings as a mapping (keys in any case).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -102,6 +103,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Optional features as Name=true|false pairs separated by commas.",
     ),
     Setting("LOG_LEVEL", "log_level", "info", "One of debug, info, warn, error."),
+    Setting(
+        "BIND_ADDRESS",
+        "ip_address",
+        "0.0.0.0",
+        "IP address the /metrics, /healthz and /readyz endpoints listen on (0.0.0.0: every "
+        "IPv4 interface; :: every interface).",
+    ),
     Setting("METRICS_PORT", "port", "8080", "Port of the Prometheus /metrics endpoint."),
     Setting("HEALTH_PROBE_PORT", "port", "8081", "Port of the /healthz and /readyz endpoints."),
     Setting(
@@ -173,6 +181,15 @@ def _parse_port(name: str, raw: str) -> int:
     return _parse_int(name, raw, 1, 65535)
 
 
+def _parse_ip_address(name: str, raw: str) -> str:
+    try:
+        return str(ipaddress.ip_address(raw.strip()))
+    except ValueError:
+        raise SettingsError(
+            f"{name}: invalid IP address {raw!r} (expected e.g. 0.0.0.0, 127.0.0.1 or ::)"
+        ) from None
+
+
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -210,6 +227,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "fraction": _parse_fraction,
     "count": _parse_count,
     "port": _parse_port,
+    "ip_address": _parse_ip_address,
     "bool": _parse_bool,
     "log_level": _parse_log_level,
     "feature_gates": _parse_feature_gates,
@@ -232,6 +250,7 @@ class Settings:
     isolated_vpc: bool
     feature_gates: FeatureGates
     log_level: str
+    bind_address: str
     metrics_port: int
     health_probe_port: int
     disable_leader_election: bool

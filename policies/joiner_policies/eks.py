@@ -8,6 +8,13 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs
 
+from joiner_policies._cidrs import (
+    Network,
+    block_size,
+    is_public,
+    public_addresses,
+    uncovered,
+)
 from joiner_policies._declare import resource_policy, string_list_option
 from joiner_policies._values import config_value, is_set, is_true, items, mapping, strings
 
@@ -15,7 +22,10 @@ AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
 PULUMI_EKS_CLUSTER = "eks:index:Cluster"
 # EKS defaults: the public endpoint is on and open to everyone.
 DEFAULT_PUBLIC_ACCESS_CIDRS = ["0.0.0.0/0"]
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+# The most of the internet the endpoint may be open to without allowedPublicAccessCidrs,
+# as the prefix of one block of that size: 65,536 IPv4 addresses, 65,536 IPv6 /64 LANs.
+MOST_OPEN_PREFIX = {4: 16, 6: 48}
+TOO_MUCH_OF_THE_INTERNET = "more of the internet than a /16 (IPv4) or a /48 (IPv6)"
 
 
 def _endpoint_settings(args: ResourceValidationArgs) -> tuple[str, Any, Any] | None:
@@ -40,15 +50,14 @@ def _networks(values: list[str], where: str) -> tuple[list[Network], list[str]]:
     return networks, errors
 
 
-def _too_open(cidrs: list[Network], allowed: list[Network] | None) -> list[Network]:
-    """CIDRs outside the allowed ranges; without configured ranges, the world-open ones."""
-    if allowed is None:
-        return [cidr for cidr in cidrs if cidr.prefixlen == 0]
-    return [
-        cidr
-        for cidr in cidrs
-        if not any(cidr.version == ok.version and cidr.subnet_of(ok) for ok in allowed)
-    ]
+def _too_open(cidrs: list[Network]) -> list[Network]:
+    """The public blocks of each IP version whose blocks together cover more public
+    addresses than its limit (judged by coverage: two /1 blocks are a /0)."""
+    offending = []
+    for version, prefix in MOST_OPEN_PREFIX.items():
+        if public_addresses(cidrs, version) > block_size(version, prefix):
+            offending += [cidr for cidr in cidrs if cidr.version == version and is_public(cidr)]
+    return offending
 
 
 def _public_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -65,12 +74,15 @@ def _public_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> N
     )
     for error in config_errors + cidr_errors:
         report(error, None)
-    open_to = _too_open(cidrs, None if configured is None else allowed)
+    if configured is None:
+        open_to, why = _too_open(cidrs), TOO_MUCH_OF_THE_INTERNET
+    else:
+        open_to, why = uncovered(cidrs, allowed), "outside allowedPublicAccessCidrs"
     if open_to:
         blocks = ", ".join(str(cidr) for cidr in open_to)
+        unset = "" if declared else f" ({where}publicAccessCidrs not set)"
         report(
-            f"the public API server endpoint is reachable from {blocks}"
-            f"{'' if declared else f' ({where}publicAccessCidrs not set)'}: set "
+            f"the public API server endpoint is reachable from {blocks}{unset}, {why}: set "
             f"{where}publicAccessCidrs to your own ranges, turn {where}endpointPublicAccess "
             "off, or list the ranges in allowedPublicAccessCidrs",
             None,
@@ -103,13 +115,15 @@ def _secrets_encryption(args: ResourceValidationArgs, report: ReportViolation) -
 
 eks_public_endpoint_restricted = resource_policy(
     "eks-public-endpoint-restricted",
-    "An EKS cluster's public API endpoint is not open to 0.0.0.0/0 (or, when "
-    "allowedPublicAccessCidrs is configured, only reachable from those ranges).",
+    "An EKS cluster's public API endpoint is not open to more of the internet than a /16 "
+    "(IPv4) or a /48 (IPv6), counting the public addresses its ranges cover together (or, "
+    "when allowedPublicAccessCidrs is configured, only reachable from those ranges).",
     _public_endpoint,
     options={
         "allowedPublicAccessCidrs": string_list_option(
-            "Ranges the public endpoint may be open to; every publicAccessCidrs entry must "
-            "lie inside one. Unset: anything but /0."
+            "Ranges the public endpoint may be open to; every address of publicAccessCidrs "
+            "must lie inside them. Unset: at most a /16 (IPv4) or /48 (IPv6) of public "
+            "addresses."
         )
     },
 )

@@ -234,3 +234,16 @@ def component_outputs(
     """A program for ``run_program`` that builds one component and returns every output the
     component declares, by its attribute name."""
     return lambda: declared_outputs(build())
+
+
+def as_json(value: Any) -> Any:
+    """A recorded input as the Kubernetes provider sends it: the engine carries every
+    number as a double (recorded as 32768.0), and the provider, in Go, writes a whole
+    double without a fraction (32768), which an integer field takes."""
+    if isinstance(value, dict):
+        return {key: as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -7,7 +7,9 @@ from pathlib import Path
 import pulumi
 import pytest
 from joiner.api.crds import render_crds
+from joiner.kube.resources import default_registry
 from joiner.settings import SETTINGS, Settings
+from joiner.state.cluster import WATCHED_KINDS
 from pulumi_harness import ACCOUNT, REGION, component_outputs
 from pulumi_joiner import Controller
 from pulumi_joiner.manifests import ControllerConfig, cluster_role_rules, controller_env
@@ -130,6 +132,12 @@ def test_deployment_env_is_what_joiner_controller_accepts(program):
     )
 
 
+def test_bind_address_passes_to_the_container_for_ipv6_clusters():
+    config = ControllerConfig(image="i", cluster_name="c", settings={"BIND_ADDRESS": "::"})
+    env = {item["name"]: item["value"] for item in controller_env(config)}
+    assert Settings.from_env(env, strict=True).bind_address == "::"
+
+
 def test_pure_env_with_extra_settings_parses():
     config = ControllerConfig(
         image="i",
@@ -144,7 +152,10 @@ def test_pure_env_with_extra_settings_parses():
     assert "CLUSTER_ENDPOINT" not in env
 
 
-def test_rbac_is_exactly_the_spec(program):
+def test_rbac_is_what_the_controller_uses(program):
+    """The Controller renders manifests.cluster_role_rules(), which the real-server round
+    trip (tests/e2e/test_real_cluster.py) holds to what the controller does; this pins the
+    result so a change to the role is a visible change here."""
     (cluster_role,) = program.kubernetes("ClusterRole")
     rules = cluster_role.inputs["rules"]
     assert rules == cluster_role_rules()
@@ -155,56 +166,75 @@ def test_rbac_is_exactly_the_spec(program):
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    read = {"get", "list", "watch"}
-    writes = {(g, r, v) for g, r, v in granted if v not in read}
-    assert writes == {
-        ("karpenter.sh", "nodeclaims", "create"),
-        ("karpenter.sh", "nodeclaims", "delete"),
-        ("karpenter.sh", "nodeclaims", "patch"),
-        ("karpenter.sh", "nodeclaims", "update"),
-        ("karpenter.sh", "nodeclaims/status", "patch"),
-        ("karpenter.sh", "nodeclaims/status", "update"),
-        ("karpenter.sh", "nodepools/status", "patch"),
-        ("karpenter.sh", "nodepools/status", "update"),
-        ("karpenter.k8s.aws", "ec2nodeclasses/status", "patch"),
-        ("karpenter.k8s.aws", "ec2nodeclasses/status", "update"),
-        ("", "nodes", "patch"),
-        ("", "nodes", "update"),
-        ("", "nodes", "delete"),
-        ("", "pods/eviction", "create"),
-        ("", "pods", "delete"),
-        ("", "events", "create"),
-        ("", "events", "patch"),
-    }
-    readable = {(g, r) for g, r, v in granted if v in read}
-    assert readable == {
+    watched = {(g, r) for g, r, v in granted if v == "watch"}
+    assert watched == {(g, r) for g, r, v in granted if v == "list"}
+    assert watched == {
         ("", "pods"),
         ("", "nodes"),
         ("", "persistentvolumes"),
         ("", "persistentvolumeclaims"),
-        ("", "namespaces"),
         ("storage.k8s.io", "storageclasses"),
         ("storage.k8s.io", "csinodes"),
-        ("storage.k8s.io", "volumeattachments"),
         ("apps", "daemonsets"),
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "statefulsets"),
         ("policy", "poddisruptionbudgets"),
         ("karpenter.sh", "nodepools"),
         ("karpenter.sh", "nodeclaims"),
         ("karpenter.k8s.aws", "ec2nodeclasses"),
+    }
+    assert {(g, r, v) for g, r, v in granted if v not in ("list", "watch")} == {
+        ("", "nodes", "get"),
+        ("", "nodes", "update"),
+        ("", "nodes", "delete"),
+        ("karpenter.sh", "nodeclaims", "get"),
+        ("karpenter.sh", "nodeclaims", "create"),
+        ("karpenter.sh", "nodeclaims", "update"),
+        ("karpenter.sh", "nodeclaims", "delete"),
+        ("karpenter.sh", "nodepools", "get"),
+        ("karpenter.sh", "nodepools", "update"),
+        ("karpenter.k8s.aws", "ec2nodeclasses", "get"),
+        ("karpenter.k8s.aws", "ec2nodeclasses", "update"),
+        ("karpenter.sh", "nodeclaims/status", "update"),
+        ("karpenter.sh", "nodepools/status", "update"),
+        ("karpenter.k8s.aws", "ec2nodeclasses/status", "update"),
+        ("", "pods/eviction", "create"),
+        ("", "pods", "delete"),
+        ("", "events", "create"),
+        ("", "events", "patch"),
     }
     (role,) = program.kubernetes("Role")
     assert role.inputs["metadata"]["namespace"] == "karpenter"
     assert {g for rule in role.inputs["rules"] for g in rule["apiGroups"]} == {
         "coordination.k8s.io"
     }
-    assert role.inputs["rules"][1]["resourceNames"] == ["karpenter-leader-election"]
+    assert role.inputs["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["karpenter-leader-election"],
+            "verbs": ["get", "update"],
+        },
+    ]
     for binding in program.kubernetes("ClusterRoleBinding") + program.kubernetes("RoleBinding"):
         assert binding.inputs["subjects"] == [
             {"kind": "ServiceAccount", "name": "karpenter", "namespace": "karpenter"}
         ]
+
+
+def test_every_kind_the_controller_watches_may_be_listed_and_watched():
+    """A kind added to the controller's watches without the role would be refused at
+    start-up (the cluster state would never sync)."""
+    registry = default_registry()
+    rules = cluster_role_rules()
+    for kind in WATCHED_KINDS:
+        rk = registry.lookup(kind)
+        verbs = {
+            verb
+            for rule in rules
+            if rk.group in rule["apiGroups"] and rk.plural in rule["resources"]
+            for verb in rule["verbs"]
+        }
+        assert {"list", "watch"} <= verbs, kind
 
 
 def test_service_account_pdb_and_metrics_service(program):
@@ -280,6 +310,14 @@ def test_image_is_built_into_a_new_ecr_repository(run):
         (
             {"settings": {"BATCH_IDLE_DURATION": "soon"}},
             "argument 'settings' is invalid: BATCH_IDLE_DURATION: invalid duration",
+        ),
+        (
+            {"settings": {"BIND_ADDRESS": "127.0.0.1"}},
+            "argument 'settings.BIND_ADDRESS' is a loopback address: the kubelet's probes",
+        ),
+        (
+            {"settings": {"BIND_ADDRESS": "::1"}},
+            "argument 'settings.BIND_ADDRESS' is a loopback address",
         ),
         ({"replicas": 0}, "argument 'replicas' must be at least 1"),
         (

@@ -1,8 +1,8 @@
-"""The IAM documents, evaluated: a small IAM evaluator answers "would AWS allow this call"
-for the controller policy, so least privilege is checked by behaviour, not by shape."""
+"""The IAM documents, evaluated: a small IAM evaluator (joiner.infra.policyeval) answers
+"would AWS allow this call" for the controller policy, so least privilege is checked by
+behaviour, not by shape."""
 
 import json
-from fnmatch import fnmatchcase
 
 import pytest
 from joiner.cli import main
@@ -16,6 +16,8 @@ from joiner.infra.iam import (
     node_role_trust_policy,
     pod_identity_trust_policy,
 )
+from joiner.infra.policyeval import Request, as_list
+from joiner.infra.policyeval import allowed as evaluate
 
 CLUSTER = "demo"
 REGION = "us-west-2"
@@ -35,52 +37,8 @@ MUTATING_EC2 = (
 CREATED_TYPES = ("instance", "volume", "network-interface", "launch-template", "fleet")
 
 
-# -- a minimal IAM evaluator (allow statements only, as the policy has no Deny) -----------
-
-
-def _as_list(value):
-    return value if isinstance(value, list) else [value]
-
-
-def _arn_matches(pattern: str, arn: str) -> bool:
-    if pattern == "*":
-        return True
-    pattern_parts, arn_parts = pattern.split(":", 5), arn.split(":", 5)
-    return len(pattern_parts) == len(arn_parts) and all(
-        fnmatchcase(a, p) for p, a in zip(pattern_parts, arn_parts, strict=True)
-    )
-
-
-def _condition_holds(operator: str, key: str, expected, context: dict) -> bool:
-    expected = _as_list(expected)
-    if operator == "ForAllValues:StringEquals":
-        return all(v in expected for v in _as_list(context.get(key, [])))
-    if key not in context:
-        return operator.endswith("IfExists")
-    value = context[key]
-    if operator in ("StringEquals", "StringEqualsIfExists", "Bool"):
-        return value in expected
-    if operator == "StringLike":
-        return any(fnmatchcase(value, p) for p in expected)
-    raise AssertionError(f"evaluator does not know {operator}")
-
-
 def allowed(policy: dict, action: str, resource: str, context: dict | None = None) -> bool:
-    context = context or {}
-    for statement in policy["Statement"]:
-        assert statement["Effect"] == "Allow"
-        if action not in _as_list(statement["Action"]):
-            continue
-        if not any(_arn_matches(p, resource) for p in _as_list(statement["Resource"])):
-            continue
-        conditions = statement.get("Condition", {})
-        if all(
-            _condition_holds(operator, key, value, context)
-            for operator, pairs in conditions.items()
-            for key, value in pairs.items()
-        ):
-            return True
-    return False
+    return evaluate(policy, Request(action, resource, context or {}))
 
 
 def ec2_arn(resource_type: str, resource_id: str = "x-1") -> str:
@@ -113,13 +71,12 @@ def policy() -> dict:
 
 
 def test_no_wildcard_actions_and_star_resources_only_for_reads(policy):
-    actions = [a for s in policy["Statement"] for a in _as_list(s["Action"])]
+    actions = [a for s in policy["Statement"] for a in as_list(s["Action"])]
     assert not [a for a in actions if "*" in a]
     for statement in policy["Statement"]:
-        if "*" in _as_list(statement["Resource"]):
+        if "*" in as_list(statement["Resource"]):
             assert all(
-                a.startswith("ec2:Describe")
-                or a in ("pricing:GetProducts", "iam:ListInstanceProfiles")
+                a.startswith("ec2:Describe") or a == "pricing:GetProducts"
                 for a in statement["Action"]
             ), statement["Sid"]
 
@@ -204,8 +161,21 @@ def test_reads_are_limited_to_the_region(policy):
         policy, "ec2:DescribeInstanceTypes", "*", {"aws:RequestedRegion": "eu-west-1"}
     )
     assert allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:{REGION}::parameter/aws/service/eks/x")
-    assert not allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:{REGION}::parameter/secret/db")
     assert allowed(policy, "pricing:GetProducts", "*")
+
+
+def test_ssm_parameters_public_or_the_accounts_own_in_the_region(policy):
+    """A class's amiSelectorTerms ssmParameter may name any parameter of the account."""
+    assert allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/team/ami")
+    assert not allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:{REGION}::parameter/secret/db")
+    assert not allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:{REGION}:999999999999:parameter/x")
+    assert not allowed(policy, "ssm:GetParameter", f"arn:aws:ssm:eu-west-1:{ACCOUNT}:parameter/x")
+
+
+def test_roles_of_the_account_can_be_read(policy):
+    """The provider checks a class's spec.role exists (GetRole) before making its profile."""
+    assert allowed(policy, "iam:GetRole", f"arn:aws:iam::{ACCOUNT}:role/demo-node")
+    assert not allowed(policy, "iam:GetRole", "arn:aws:iam::999999999999:role/demo-node")
 
 
 def test_pass_role_only_the_node_role_only_to_ec2(policy):
@@ -259,7 +229,7 @@ def test_instance_profiles_only_with_the_clusters_tags(policy):
         assert not allowed(policy, action, profile)
     assert allowed(policy, "iam:TagInstanceProfile", profile, {**owned, **create})
     assert allowed(policy, "iam:GetInstanceProfile", profile)
-    assert allowed(policy, "iam:ListInstanceProfiles", "*")
+    assert not allowed(policy, "iam:ListInstanceProfiles", "*")
 
 
 def test_partition_flows_into_every_arn():
@@ -332,17 +302,42 @@ def test_service_trusts():
     ]
 
 
-def test_queue_policy_allows_eventbridge_and_denies_plain_http():
-    allow, deny = interruption_queue_policy(QUEUE)["Statement"]
-    assert allow["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
-    assert (allow["Effect"], allow["Action"], allow["Resource"]) == (
-        "Allow",
-        "sqs:SendMessage",
-        QUEUE,
-    )
-    assert deny["Sid"] == "DenyHTTP"
-    assert (deny["Effect"], deny["Action"], deny["Resource"]) == ("Deny", "sqs:*", QUEUE)
+EVENTBRIDGE = ("Service", "events.amazonaws.com")
+OWN_RULE = {
+    "aws:SourceAccount": ACCOUNT,
+    "aws:SourceArn": f"arn:aws:events:{REGION}:{ACCOUNT}:rule/x",
+}
+TLS = {"aws:SecureTransport": "true"}
+
+
+def send(context: dict, principal: tuple[str, str] = EVENTBRIDGE) -> bool:
+    request = Request("sqs:SendMessage", QUEUE, context, principal)
+    return evaluate(interruption_queue_policy(QUEUE), request)
+
+
+def test_queue_takes_eventbridge_sends_of_its_own_accounts_rules_only():
+    assert send({**OWN_RULE, **TLS})
+    other_account = {
+        "aws:SourceAccount": "999999999999",
+        "aws:SourceArn": f"arn:aws:events:{REGION}:999999999999:rule/x",
+    }
+    assert not send({**other_account, **TLS})
+    other_region = {**OWN_RULE, "aws:SourceArn": f"arn:aws:events:eu-west-1:{ACCOUNT}:rule/x"}
+    assert not send({**other_region, **TLS})
+    assert not send(TLS)  # no source: not a rule of this account
+    assert not send({**OWN_RULE, **TLS}, ("Service", "sqs.amazonaws.com"))
+
+
+def test_queue_refuses_everything_without_tls():
+    assert not send({**OWN_RULE, "aws:SecureTransport": "false"})
+    deny = interruption_queue_policy(QUEUE)["Statement"][-1]
+    assert (deny["Sid"], deny["Effect"], deny["Action"]) == ("DenyHTTP", "Deny", "sqs:*")
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_queue_policy_names_a_bad_queue_arn():
+    with pytest.raises(ValueError, match="'demo' is not valid"):
+        interruption_queue_policy("demo")
 
 
 # -- joiner render iam-policy ------------------------------------------------------------------

@@ -3,7 +3,7 @@
 import pulumi
 import pytest
 from joiner.api.validation import validate_object
-from pulumi_harness import component_outputs
+from pulumi_harness import as_json, component_outputs
 from pulumi_joiner import NodePool
 from pulumi_joiner.nodepool import merge
 
@@ -14,18 +14,6 @@ REQUIREMENTS = [
     {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
     {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]},
 ]
-
-
-def as_json(value):
-    """The value as the Kubernetes provider sends it: gRPC carries every number as a
-    double, and JSON writes integral doubles as integers."""
-    if isinstance(value, dict):
-        return {k: as_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [as_json(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def pool(args, name="general"):
@@ -148,7 +136,8 @@ def test_merge_rules():
                     }
                 }
             },
-            r"argument 'node_pool' is invalid: spec.template.spec.requirements\[0\].values: ",
+            r"argument 'node_pool' is invalid: spec.template.spec.requirements: requirements "
+            r"with operator 'Gt'",
         ),
         (
             {"node_class": {"amiSelectorTerms": [{"alias": "al2023@latest"}, {"id": "ami-1"}]}},

@@ -1,6 +1,8 @@
 """What other Pulumi languages and the image build see: the component provider's schema
 (inferred from the annotations and docstrings) and the controller Dockerfile."""
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -105,6 +107,24 @@ def test_dockerfile_is_multi_stage_non_root_and_shell_free():
         "COPY controller/joiner ./controller/joiner",
     ]
     assert any(i.startswith("RUN pip install --target /app/site-packages .") for i in build)
+
+
+def test_the_distribution_carries_the_price_tables(tmp_path):
+    """What ``pip install .`` (and so the image's build stage) puts in site-packages: the
+    AWS provider's built-in price tables are package data, not just files in the tree."""
+    subprocess.run(
+        [
+            *(sys.executable, "-c", "import setuptools; setuptools.setup()", "-q"),
+            *("egg_info", "--egg-base", str(tmp_path), "build_py", "--build-lib", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    shipped = ROOT / "controller" / "joiner" / "cloudprovider" / "aws" / "prices"
+    built = tmp_path / "joiner" / "cloudprovider" / "aws" / "prices"
+    tables = sorted(p.name for p in shipped.glob("*.json"))
+    assert tables and sorted(p.name for p in built.glob("*.json")) == tables
 
 
 def test_docs_document_every_argument_and_output(schema):

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from joiner.clock import Clock, FakeClock, RealClock, from_rfc3339, to_rfc3339
+from joiner.clock import Clock, FakeClock, RealClock, from_rfc3339, to_micro_time, to_rfc3339
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -51,6 +51,11 @@ def test_both_clocks_satisfy_the_protocol() -> None:
 )
 def test_to_rfc3339(t: float, text: str) -> None:
     assert to_rfc3339(t) == text
+
+
+def test_to_micro_time_keeps_microseconds_and_reads_back() -> None:
+    assert to_micro_time(T0 + 0.25) == "2026-01-01T00:00:00.250000Z"
+    assert from_rfc3339(to_micro_time(T0 + 0.25)) == T0 + 0.25
 
 
 @pytest.mark.parametrize(

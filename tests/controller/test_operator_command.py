@@ -40,16 +40,28 @@ def test_missing_cluster_name_exits_with_one_line(capsys: pytest.CaptureFixture[
     assert _run(capsys) == (2, "", "joiner controller: CLUSTER_NAME is required\n")
 
 
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("METRICS_PORT", "80800", "METRICS_PORT: 80800 is out of range (expected 1..65535)"),
+        (
+            "BIND_ADDRESS",
+            "0.0.0.0:8080",
+            "BIND_ADDRESS: invalid IP address '0.0.0.0:8080' (expected e.g. 0.0.0.0, 127.0.0.1 "
+            "or ::)",
+        ),
+    ],
+)
 def test_malformed_setting_names_the_variable(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+    message: str,
 ) -> None:
     monkeypatch.setenv("CLUSTER_NAME", "demo")
-    monkeypatch.setenv("METRICS_PORT", "80800")
-    assert _run(capsys) == (
-        2,
-        "",
-        "joiner controller: METRICS_PORT: 80800 is out of range (expected 1..65535)\n",
-    )
+    monkeypatch.setenv(name, value)
+    assert _run(capsys) == (2, "", f"joiner controller: {message}\n")
 
 
 def test_unreadable_kubeconfig_is_one_line(

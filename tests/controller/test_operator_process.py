@@ -4,44 +4,34 @@ logs. The fake cloud stands in for EC2 here (tests/e2e runs the AWS provider on 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import httpx
 import pytest
 from joiner.api import labels as wk
-from joiner.clock import RealClock
+from joiner.background import BackgroundLoop
+from joiner.clock import Clock, FakeClock, RealClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
 from joiner.kube.http import ClusterConfig, HttpKube
 from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
 from joiner.serve import ControllerProcess, LeaderElection, StartupError, configure_logging
 from joiner.settings import Settings
-from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, requirement
+from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, polling, requirement
+from joiner.testing.envtest import free_port
 
 WAIT = 20.0  # seconds a condition may take on a loaded machine
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = partial(polling.wait_for, timeout=WAIT)
 
 
 @dataclass
@@ -74,6 +64,7 @@ def settings() -> Settings:
             "CLUSTER_NAME": "test",
             "BATCH_IDLE_DURATION": "100ms",
             "BATCH_MAX_DURATION": "1s",
+            "BIND_ADDRESS": "127.0.0.1",
             "METRICS_PORT": str(free_port()),
             "HEALTH_PROBE_PORT": str(free_port()),
         }
@@ -85,6 +76,8 @@ def start_replica(
     cloud: FakeCloudProvider,
     identity: str,
     lease_duration: float = 2.0,
+    retry_period: float = 0.2,
+    clock: Clock | None = None,
 ) -> Replica:
     kube = HttpKube(ClusterConfig(server=apiserver.url))
     stop = threading.Event()
@@ -93,7 +86,7 @@ def start_replica(
         identity=identity,
         lease_duration=lease_duration,
         renew_deadline=lease_duration * 0.75,
-        retry_period=0.2,
+        retry_period=retry_period,
     )
     process = ControllerProcess(
         settings(),
@@ -101,7 +94,7 @@ def start_replica(
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         election,
-        host="127.0.0.1",
+        clock=clock,
     )
     thread = threading.Thread(target=process.run, name=f"replica-{identity}", daemon=True)
     thread.start()
@@ -116,7 +109,6 @@ def unreachable_process(cloud: FakeCloudProvider, config: Settings) -> Controlle
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         threading.Event(),
         None,
-        host="127.0.0.1",
     )
 
 
@@ -192,6 +184,31 @@ def test_a_leader_that_cannot_renew_stops_acting(
         a.shutdown()
 
 
+def test_a_leader_paused_past_its_renew_deadline_does_not_act(
+    store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
+) -> None:
+    """The whole process stalls (a GC pause, a frozen VM) for longer than the renew
+    deadline. When it resumes, its reconcile loop must not act on the leadership it had
+    before the pause: only a renewal after it gives that back."""
+    install_pool(store)
+    clock = FakeClock(time.time())
+    # One election tick at start-up, then none until the test ticks by hand.
+    a = start_replica(apiserver, cloud, "replica-a", retry_period=3600.0, clock=clock)
+    try:
+        wait_for(lambda: a.process.operator.provisioner.ready_nodepools(), "a ready pool")
+        clock.advance(1.5 + 0.1)  # the pause: past the 1.5 s renew deadline
+        unschedulable_pod(store, "p0")
+        wait_for(lambda: "default/p0" in a.process.operator.state.pods, "a to see the pod")
+        clock.advance(2.0)  # the provisioning batch window has long closed
+        time.sleep(1.0)  # many turns of a's loop
+        assert claims_of(store) == []
+        assert a.process.elector.tick() is True  # the election thread resumes: renewed
+        clock.advance(0.5)  # still within the renewed deadline
+        wait_for(lambda: claims_of(store), "a NodeClaim once a leads again")
+    finally:
+        a.shutdown()
+
+
 def test_metrics_probes_and_json_logs(
     store: MemoryKube, apiserver: KubeHTTPServer, cloud: FakeCloudProvider
 ) -> None:
@@ -242,7 +259,6 @@ def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -
         lambda lookup: (cloud, cloud.resolve_nodeclass),
         stop,
         None,
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, daemon=True)
     thread.start()
@@ -253,6 +269,9 @@ def test_not_ready_until_the_cluster_state_is_synced(cloud: FakeCloudProvider) -
         assert (ready.status_code, ready.text) == (503, "cluster state not synced\n")
         assert _get(replica.url("health", "/healthz")).status_code == 200
         assert process.leading  # DISABLE_LEADER_ELECTION: a single replica always acts
+        # Each watch loop's failed list is counted (and retried after a backoff).
+        failed = 'joiner_background_loop_failures_total{loop="watch-Pod"}'
+        wait_for(lambda: failed in httpx.get(replica.url("metrics", "/metrics")).text, failed)
     finally:
         replica.shutdown()
 
@@ -270,6 +289,25 @@ def test_healthz_fails_when_the_loop_stalls(cloud: FakeCloudProvider) -> None:
         assert process._healthz() == (200, "text/plain", b"ok\n")
         process._heartbeat -= 61
         assert process._healthz() == (503, "text/plain", b"controller loop stalled\n")
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_healthz_fails_when_a_background_loop_dies(cloud: FakeCloudProvider) -> None:
+    """Background loops survive any Exception; should one die anyway, the pod restarts."""
+    process = unreachable_process(cloud, settings())
+
+    def fatal() -> None:
+        raise SystemExit("a thread that ends for good")
+
+    dead = BackgroundLoop("watch-Pod", fatal, threading.Event())
+    try:
+        dead.start()
+        dead.join(WAIT)
+        process._loops.append(dead)
+        assert process._healthz() == (503, "text/plain", b"background loop died: watch-Pod\n")
     finally:
         process.metrics_server.stop()
         process.health_server.stop()
@@ -306,12 +344,41 @@ def test_a_port_in_use_is_a_one_line_startup_error(cloud: FakeCloudProvider) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {"CLUSTER_NAME": "test", "HEALTH_PROBE_PORT": str(port)}
+        env = {"CLUSTER_NAME": "test", "BIND_ADDRESS": "127.0.0.1", "HEALTH_PROBE_PORT": str(port)}
         env["METRICS_PORT"] = str(free_port())
         with pytest.raises(StartupError) as error:
             unreachable_process(cloud, Settings.from_env(env))
     assert str(error.value) == (
         f"HEALTH_PROBE_PORT: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+@pytest.mark.parametrize("address, url_host", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")])
+def test_endpoints_listen_on_the_bind_address_only(
+    cloud: FakeCloudProvider, address: str, url_host: str
+) -> None:
+    config = dataclasses.replace(settings(), bind_address=address)
+    process = unreachable_process(cloud, config)
+    try:
+        for server in (process.metrics_server, process.health_server):
+            assert server.server_address[0] == address
+            server.start()
+        health = httpx.get(f"http://{url_host}:{process.health_server.port}/healthz")
+        assert (health.status_code, health.text) == (200, "ok\n")
+        metrics = httpx.get(f"http://{url_host}:{process.metrics_server.port}/metrics")
+        assert metrics.status_code == 200
+    finally:
+        process.metrics_server.stop()
+        process.health_server.stop()
+
+
+def test_an_address_of_no_interface_blames_bind_address(cloud: FakeCloudProvider) -> None:
+    config = dataclasses.replace(settings(), bind_address="192.0.2.1")  # TEST-NET-1
+    with pytest.raises(StartupError) as error:
+        unreachable_process(cloud, config)
+    assert str(error.value) == (
+        f"BIND_ADDRESS: cannot listen on 192.0.2.1:{config.metrics_port}: "
+        "Cannot assign requested address"
     )
 
 

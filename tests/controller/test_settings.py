@@ -24,6 +24,7 @@ def test_defaults() -> None:
         isolated_vpc=False,
         feature_gates=FeatureGates(spot_to_spot_consolidation=False, node_repair=False),
         log_level="info",
+        bind_address="0.0.0.0",
         metrics_port=8080,
         health_probe_port=8081,
         disable_leader_election=False,
@@ -46,6 +47,7 @@ def test_every_value_parsed() -> None:
             "ISOLATED_VPC": "TRUE",
             "FEATURE_GATES": "SpotToSpotConsolidation=true, NodeRepair=false",
             "LOG_LEVEL": "DEBUG",
+            "BIND_ADDRESS": " 127.0.0.1 ",
             "METRICS_PORT": "9000",
             "HEALTH_PROBE_PORT": "9001",
             "DISABLE_LEADER_ELECTION": "true",
@@ -61,6 +63,7 @@ def test_every_value_parsed() -> None:
         1,
     )
     assert (settings.metrics_port, settings.health_probe_port) == (9000, 9001)
+    assert settings.bind_address == "127.0.0.1"
     assert settings.cluster_endpoint == "https://ABC.gr7.us-east-1.eks.amazonaws.com"
     assert settings.disable_leader_election is True
 
@@ -123,6 +126,17 @@ def test_cluster_name_is_required_unless_waived() -> None:
         ("RESERVED_ENIS", "-1", "RESERVED_ENIS: -1 is out of range (expected 0..2147483647)"),
         ("RESERVED_ENIS", "two", "RESERVED_ENIS: invalid integer 'two'"),
         ("METRICS_PORT", "70000", "METRICS_PORT: 70000 is out of range (expected 1..65535)"),
+        (
+            "BIND_ADDRESS",
+            "localhost",
+            "BIND_ADDRESS: invalid IP address 'localhost' (expected e.g. 0.0.0.0, 127.0.0.1 or ::)",
+        ),
+        (
+            "BIND_ADDRESS",
+            "127.0.0.1:8080",
+            "BIND_ADDRESS: invalid IP address '127.0.0.1:8080' (expected e.g. 0.0.0.0, 127.0.0.1 "
+            "or ::)",
+        ),
         ("HEALTH_PROBE_PORT", "0", "HEALTH_PROBE_PORT: 0 is out of range (expected 1..65535)"),
         ("ISOLATED_VPC", "maybe", "ISOLATED_VPC: invalid boolean 'maybe' (expected true or false)"),
         (
@@ -164,6 +178,15 @@ def test_strict_rejects_unknown_names_and_default_ignores_them() -> None:
     assert Settings.from_env({"CLUSTER_NAME": "c", "HOME": "/root"}).cluster_name == "c"
     with pytest.raises(SettingsError, match=r"^BATCH_IDEL_DURATION: unknown setting \(known: "):
         Settings.from_env({"CLUSTER_NAME": "c", "batch_idel_duration": "1s"}, strict=True)
+
+
+@pytest.mark.parametrize(
+    "written, address", [("::", "::"), ("0:0:0:0:0:0:0:1", "::1"), ("10.1.2.3", "10.1.2.3")]
+)
+def test_bind_address_takes_ipv4_and_ipv6_in_canonical_form(written: str, address: str) -> None:
+    assert Settings.from_env({"CLUSTER_NAME": "c", "BIND_ADDRESS": written}).bind_address == (
+        address
+    )
 
 
 def test_feature_gates_merge_over_defaults() -> None:

@@ -13,18 +13,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import boto3
 import pytest
-from aws_moto_seed import CLUSTER, K8S_VERSION, REGION, nodeclass_dict, seed_env
+from aws_moto_seed import CLUSTER, REGION, nodeclass_dict
 from joiner.api import labels as wk
 from joiner.api.conditions import TRUE, is_true, set_condition
 from joiner.commands.controller import aws_cloud_factory
@@ -43,42 +42,13 @@ from joiner.testing import (
     pod,
     requirement,
 )
+from joiner.testing.envtest import free_port
+from joiner.testing.polling import wait_for
 
 WAIT = 90.0  # the first launch loads moto's whole instance-type catalogue (~8 s)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def aws_account(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> str:
-    """A seeded account with the EKS cluster the controller describes at startup."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    env = seed_env(moto_url)
-    eks = boto3.client("eks", region_name=REGION, endpoint_url=moto_url)
-    eks.create_cluster(
-        name=CLUSTER,
-        version=K8S_VERSION,
-        roleArn="arn:aws:iam::123456789012:role/cluster",
-        resourcesVpcConfig={"subnetIds": sorted(env.subnets.values())},
-    )
-    return moto_url
+_wait = partial(wait_for, timeout=WAIT)
 
 
 def _start_controller(
@@ -91,8 +61,9 @@ def _start_controller(
             "AWS_REGION": REGION,
             "BATCH_IDLE_DURATION": "200ms",
             "BATCH_MAX_DURATION": "2s",
-            "METRICS_PORT": str(_free_port()),
-            "HEALTH_PROBE_PORT": str(_free_port()),
+            "BIND_ADDRESS": "127.0.0.1",
+            "METRICS_PORT": str(free_port()),
+            "HEALTH_PROBE_PORT": str(free_port()),
             **env,
         }
     )
@@ -103,7 +74,6 @@ def _start_controller(
         aws_cloud_factory(settings, endpoint_url=aws_url),
         stop,
         LeaderElection(namespace="kube-system", identity="e2e-replica"),
-        host="127.0.0.1",
     )
     thread = threading.Thread(target=process.run, daemon=True)
     return process, stop, thread
@@ -231,13 +201,14 @@ def test_joiner_controller_command_leads_and_releases_the_lease_on_sigterm(
         f'clusters: [{{name: local, cluster: {{server: "{apiserver.url}"}}}}]\n'
         "users: [{name: local, user: {token: local}}]\n"
     )
-    health_port = _free_port()
+    health_port = free_port()
     env = {
         **os.environ,
         "CLUSTER_NAME": CLUSTER,
         "AWS_REGION": REGION,
         "AWS_ENDPOINT_URL": aws_account,
-        "METRICS_PORT": str(_free_port()),
+        "BIND_ADDRESS": "127.0.0.1",
+        "METRICS_PORT": str(free_port()),
         "HEALTH_PROBE_PORT": str(health_port),
         "LEADER_ELECTION_NAMESPACE": "kube-system",
         "HOSTNAME": "joiner-0",

@@ -12,13 +12,17 @@ from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 
-def world_open(blocks: str, where: str = "", unset: bool = False) -> str:
+def world_open(blocks: str, where: str = "", unset: bool = False, why: str = "") -> str:
     return (
         f"the public API server endpoint is reachable from {blocks}"
-        f"{f' ({where}publicAccessCidrs not set)' if unset else ''}: set {where}publicAccessCidrs "
-        f"to your own ranges, turn {where}endpointPublicAccess off, or list the ranges in "
-        "allowedPublicAccessCidrs"
+        f"{f' ({where}publicAccessCidrs not set)' if unset else ''}, "
+        f"{why or 'more of the internet than a /16 (IPv4) or a /48 (IPv6)'}: set "
+        f"{where}publicAccessCidrs to your own ranges, turn {where}endpointPublicAccess off, "
+        "or list the ranges in allowedPublicAccessCidrs"
     )
+
+
+OUTSIDE = "outside allowedPublicAccessCidrs"
 
 
 def aws_cluster(**vpc):
@@ -59,11 +63,57 @@ def test_configured_ranges_bound_the_endpoint():
     assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, inside, config) == []
     outside = {"publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]}
     assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, outside, config) == [
-        world_open("198.51.100.0/24")
+        world_open("198.51.100.0/24", why=OUTSIDE)
     ]
     # Allowing the world explicitly accepts the EKS default.
     everyone = {"allowedPublicAccessCidrs": ["0.0.0.0/0"]}
     assert check(eks_public_endpoint_restricted, AWS_EKS_CLUSTER, aws_cluster(), everyone) == []
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "reported"),
+    [
+        (["0.0.0.0/1", "128.0.0.0/1"], "0.0.0.0/1, 128.0.0.0/1"),  # the whole internet
+        (["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/2"], None),
+        (["3.0.0.0/9"], None),  # a cloud region: anyone with a credit card
+        (["198.51.100.0/24", "1.0.0.0/17", "1.0.128.0/17", "1.1.0.0/24"], None),
+        (["1.0.0.0/15"], None),
+        (["::/1", "8000::/1"], "::/1"),  # 8000::/1 holds no public address
+        (["2000::/4", "3000::/4"], None),
+        (["2600:1f00::/47"], None),
+    ],
+)
+def test_ranges_are_judged_by_the_public_addresses_they_cover_together(cidrs, reported):
+    """More than a /16 of public IPv4 or a /48 of public IPv6, however it is spelt."""
+    props = {"publicAccessCidrs": cidrs}
+    public = reported or ", ".join(c for c in cidrs if not c.startswith("198.51.100."))
+    assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, props) == [world_open(public)]
+
+
+@pytest.mark.parametrize(
+    "cidrs",
+    [
+        ["1.0.0.0/16"],  # exactly the limit
+        ["1.0.0.0/17", "1.0.0.0/17", "1.0.0.0/18"],  # overlaps count once
+        ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"],  # not public
+        ["224.0.0.0/3", "127.0.0.0/8", "169.254.0.0/16", "198.18.0.0/15"],  # nor these
+        ["2600:1f00::/48", "fc00::/7", "fe80::/10", "2001:db8::/32", "::1/128"],
+    ],
+)
+def test_ranges_within_the_limit_or_not_public_pass(cidrs):
+    props = {"publicAccessCidrs": cidrs}
+    assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, props) == []
+
+
+def test_configured_ranges_cover_together():
+    """A block split across two allowed ranges is inside them; one part outside is not."""
+    config = {"allowedPublicAccessCidrs": ["203.0.113.0/25", "203.0.113.128/25"]}
+    inside = {"publicAccessCidrs": ["203.0.113.0/24"]}
+    assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, inside, config) == []
+    straddling = {"publicAccessCidrs": ["203.0.112.0/23"]}
+    assert check(eks_public_endpoint_restricted, PULUMI_EKS_CLUSTER, straddling, config) == [
+        world_open("203.0.112.0/23", why=OUTSIDE)
+    ]
 
 
 def test_bad_cidrs_are_named():

@@ -39,11 +39,17 @@ def render_crd(kind: Kind) -> dict[str, Any]:
 
 
 def _version(kind: Kind) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if kind.scale is not None:
+        subresources["scale"] = {
+            "specReplicasPath": kind.scale.spec_replicas_path,
+            "statusReplicasPath": kind.scale.status_replicas_path,
+        }
     return {
         "name": "v1",
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": to_openapi(kind.schema)},
-        "subresources": {"status": {}},
+        "subresources": subresources,
         "additionalPrinterColumns": [dict(column) for column in kind.printer_columns],
     }

@@ -78,6 +78,31 @@ AWS_WELL_KNOWN_LABELS = frozenset(
     }
 )
 
+# Labels upstream Karpenter's AWS provider derives for instance types (and its CRDs let a
+# NodePool name) that Joiner does not derive: a requirement on one is treated like one on
+# a label of your own.
+AWS_LABELS_JOINER_DOES_NOT_DERIVE = frozenset(
+    f"{AWS_GROUP}/{name}"
+    for name in (
+        "instance-tenancy",
+        "capacity-reservation-type",
+        "capacity-reservation-id",
+        "capacity-reservation-interruptible",
+        "nitro-sandbox",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-capability-flex",
+        "placement-group-id",
+        "placement-group-partition",
+    )
+)
+# The keys of the karpenter.sh and karpenter.k8s.aws domains upstream's NodePool CRD lets a
+# template name (karpenter.sh/nodepool is then refused by a rule of its own).
+KARPENTER_LABELS_A_POOL_MAY_USE = frozenset({CAPACITY_TYPE, NODEPOOL})
+AWS_LABELS_A_POOL_MAY_USE = (
+    frozenset(k for k in AWS_WELL_KNOWN_LABELS if k.startswith(AWS_GROUP + "/"))
+    | AWS_LABELS_JOINER_DOES_NOT_DERIVE
+)
+
 # Labels whose values come from the cloud (instance types and offerings); a pod
 # may select them even when a NodePool does not mention them.
 WELL_KNOWN_LABELS = (
@@ -98,9 +123,10 @@ BETA_ALIASES = {
 RESTRICTED_LABELS = frozenset({NODEPOOL, HOSTNAME, NODE_REGISTERED, NODE_INITIALIZED})
 # Label domains the kubelet forbids or Karpenter reserves, and their allowed sub-domains.
 AWS_RESTRICTED_LABEL_DOMAINS = (AWS_GROUP,)
+# The kubelet refuses labels of these domains (upstream's CRDs let them through).
+KUBELET_RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 RESTRICTED_LABEL_DOMAINS = (
-    "kubernetes.io",
-    "k8s.io",
+    *KUBELET_RESTRICTED_LABEL_DOMAINS,
     KARPENTER_GROUP,
     *AWS_RESTRICTED_LABEL_DOMAINS,
 )
@@ -155,7 +181,8 @@ def normalize_key(key: str) -> str:
 
 
 def is_restricted_label(key: str) -> bool:
-    """True for keys a NodePool template may not set (the rules of Karpenter's NodePool CRD).
+    """True for keys a NodePool template should not set (Karpenter's run-time rules; its
+    CRDs refuse only some of them, ``joiner validate`` warns about the rest).
 
     Forbidden: karpenter.sh/nodepool, kubernetes.io/hostname, the karpenter.sh, kubernetes.io,
     k8s.io and karpenter.k8s.aws domains. Allowed within them: the well-known labels (except

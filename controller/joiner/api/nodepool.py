@@ -11,10 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from croniter import croniter
+
 from joiner.api import labels as wk
 from joiner.api.duration import parse_duration
+from joiner.api.quantity import QuantityError
 from joiner.api.requirements import Requirements
-from joiner.api.resources import ResourceList, parse_resource_list
+from joiner.api.resources import ResourceList, milli
 from joiner.api.serialize import manifest, optional_fields, stable_hash
 
 KIND = "NodePool"
@@ -22,8 +25,30 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_BUDGET_NODES = "10%"
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+# Balanced is upstream's; Joiner consolidates such a pool as WhenEmptyOrUnderutilized.
+BALANCED = "Balanced"
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", BALANCED)
 DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
+# Budget schedules: cron in UTC, or one of these macros.
+CRON_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def cron_expression(schedule: str) -> str | None:
+    """The five-field cron expression of a budget schedule (a macro expanded), or None when
+    Joiner cannot read it (the API server accepts any five words; croniter also reads the
+    six and seven fields Karpenter does not)."""
+    expression = CRON_MACROS.get(schedule, schedule)
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        return None
+    return expression
 
 
 @dataclass
@@ -203,7 +228,15 @@ class NodePool:
 
     @property
     def limits_milli(self) -> ResourceList:
-        return parse_resource_list(self.limits)
+        """The limits as Joiner applies them: a negative one is 0 (no capacity), one Joiner
+        cannot read (an exponent beyond e+-1000, which the API server accepts) none."""
+        limits: ResourceList = {}
+        for name, value in self.limits.items():
+            try:
+                limits[name] = max(0, milli(value))
+            except QuantityError:
+                continue
+        return limits
 
     def template_hash(self) -> str:
         """Static drift hash [API-1]: over ``spec.template`` without its requirements

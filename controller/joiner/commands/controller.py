@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the Joiner controller: watch pending pods, launch and remove EC2 "
         "capacity for your NodePools. Configured by environment variables; two replicas "
         "share the work through a leader-election Lease. Metrics on METRICS_PORT "
-        "(/metrics), probes on HEALTH_PROBE_PORT (/healthz, /readyz), JSON logs on stderr. "
+        "(/metrics), probes on HEALTH_PROBE_PORT (/healthz, /readyz), both on "
+        "BIND_ADDRESS; JSON logs on stderr. "
         "See docs/operations.md.",
         epilog="environment variables:\n" + settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,7 +1,10 @@
 """``joiner simulate FILE``: run the controller against a simulated cluster.
 
-Exit status: 0 when the run completed and every ``expect`` held, 1 when an
-expectation failed, 2 when the scenario is invalid (the message names the field).
+Exit status: 0 when the run completed, every ``expect`` held and every ``settle``
+settled; 1 when an expectation failed; 2 when the scenario is invalid (the message
+names the field) or a ``settle`` step reached its bound with work still in flight.
+Failed expectations and unsettled steps are also printed to standard error, one line
+each, whatever the output format.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ import sys
 
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import ScenarioError, load_scenario
+
+# A run whose settle step did not settle answers nothing it was asked: as bad as bad input.
+UNSETTLED_EXIT_CODE = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,4 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
         path = write_report(result, args.report)
         print(f"report: {path}", file=sys.stderr)
+    for problem in result.unsettled + result.failures:
+        print(f"joiner simulate: {args.file}: {problem}", file=sys.stderr)
+    if result.unsettled:
+        return UNSETTLED_EXIT_CODE
     return 1 if result.failures else 0

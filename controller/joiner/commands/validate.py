@@ -1,9 +1,12 @@
 """``joiner validate FILE...``: check NodePool, NodeClaim and EC2NodeClass manifests.
 
 Each Joiner object gets one line: ``FILE: Kind/name: OK`` or one line per problem,
-``FILE: Kind/name: field.path: what is wrong``. Objects of other kinds (a Deployment
-in the same file) are reported as skipped. ``kind: List`` documents are expanded.
-Exit status: 0 when every Joiner object is valid, 2 when anything is not.
+``FILE: Kind/name: field.path: what is wrong`` for what the API server refuses (errors),
+``FILE: Kind/name: warning: field.path: what Joiner does [code]`` for what it accepts
+but Joiner cannot honour as written (the code names the reason in docs/compatibility.md).
+Objects of other kinds (a Deployment in the same file) are reported as skipped.
+``kind: List`` documents are expanded. Exit status: 0 when every Joiner object is valid
+(warnings included, unless ``--strict``), 2 when anything is not.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
+from joiner import yamlio
+from joiner.api.compatibility import validation_warnings
 from joiner.api.validation import is_joiner_api_version, validate_object
 
 STDIN = "-"
@@ -25,52 +28,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="check NodePool, NodeClaim and EC2NodeClass manifests",
         description="Check NodePool, NodeClaim and EC2NodeClass manifests as the API server "
-        "would, and more (cron schedules, quantities). Other kinds are skipped. Exit status "
-        "0 when all are valid, 2 otherwise.",
+        "would with Karpenter's CRDs (errors), and warn about what Joiner cannot honour as "
+        "written (see docs/compatibility.md). Other kinds are skipped. Exit status 0 when "
+        "all are valid, 2 otherwise.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
+    parser.add_argument(
+        "--strict", action="store_true", help="count warnings as errors (exit status 2)"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     invalid = False
     for name in args.files:
-        for line, ok in check_file(name):
+        for line, ok in check_file(name, strict=args.strict):
             print(line)
             invalid |= not ok
     return 2 if invalid else 0
 
 
-def check_file(name: str) -> Iterator[tuple[str, bool]]:
-    """(line to print, fine?) for every object of one file."""
+def check_file(name: str, strict: bool = False) -> Iterator[tuple[str, bool]]:
+    """(line to print, fine?) for every object of one file; with ``strict`` a warning is
+    not fine."""
     label = "<stdin>" if name == STDIN else name
     try:
-        text = sys.stdin.read() if name == STDIN else _read(name)
-    except (OSError, UnicodeDecodeError) as error:
+        text = yamlio.read_text(sys.stdin.buffer if name == STDIN else name)
+    except (OSError, UnicodeDecodeError, yamlio.InputTooLarge) as error:
         yield f"{label}: cannot read: {_reason(error)}", False
         return
     found = False
-    for line, ok in _check_text(label, text):
+    for line, ok in _check_text(label, text, strict):
         found = True
         yield line, ok
     if not found:
         yield f"{label}: no objects", True
 
 
-def _read(name: str) -> str:
-    with open(name, encoding="utf-8") as handle:
-        return handle.read()
-
-
-def _check_text(label: str, text: str) -> Iterator[tuple[str, bool]]:
-    documents = yaml.safe_load_all(text)
+def _check_text(label: str, text: str, strict: bool) -> Iterator[tuple[str, bool]]:
     index = 0
     try:
-        for index, document in enumerate(documents, start=1):
+        for index, document in enumerate(yamlio.load_all(text), start=1):
             for obj in _objects(document):
-                yield from _check_object(label, index, obj)
-    except yaml.YAMLError as error:
-        yield f"{label}: document {index + 1}: not valid YAML: {_yaml_problem(error)}", False
+                yield from _check_object(label, index, obj, strict)
+    except yamlio.YAMLInputError as error:
+        yield f"{label}: document {index + 1}: {error}", False
 
 
 def _objects(document: Any) -> list[Any]:
@@ -83,16 +85,19 @@ def _objects(document: Any) -> list[Any]:
     return [document]
 
 
-def _check_object(label: str, index: int, obj: Any) -> Iterator[tuple[str, bool]]:
+def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tuple[str, bool]]:
     where = f"{label}: {_describe(obj, index)}"
     if _is_foreign(obj):
         yield f"{where}: skipped (not a Joiner kind)", True
         return
     errors = validate_object(obj)
-    if not errors:
+    warnings = validation_warnings(obj)
+    if not errors and not warnings:
         yield f"{where}: OK", True
     for error in errors:
         yield f"{where}: {error}", False
+    for warning in warnings:
+        yield f"{where}: warning: {warning} [{warning.code}]", not strict
 
 
 def _is_foreign(obj: Any) -> bool:
@@ -116,14 +121,9 @@ def _describe(obj: Any, index: int) -> str:
     return f"{kind} in document {index}" if kind else f"document {index}"
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(error).replace("\n", " ")
-
-
-def _reason(error: OSError | UnicodeDecodeError) -> str:
+def _reason(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
     if isinstance(error, UnicodeDecodeError):
         return "not UTF-8 text"
-    return error.strerror or str(error)
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return str(error)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import resources as res
+from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
 from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
@@ -90,6 +91,7 @@ class NodePoolStatus:
     def _export(self, name: str, usage: res.ResourceList, raw: dict) -> None:
         for resource, amount in usage.items():
             self.metrics.nodepool_usage.labels(name, resource).set(amount / 1000)
-        limits = res.parse_resource_list((raw.get("spec") or {}).get("limits"))
+        # as the scheduler applies them: a negative limit is 0, an unreadable one none
+        limits = NodePool.from_dict(raw).limits_milli
         for resource, amount in limits.items():
             self.metrics.nodepool_limit.labels(name, resource).set(amount / 1000)

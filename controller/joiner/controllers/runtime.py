@@ -124,14 +124,17 @@ class Manager:
         queue = self._queues[name]
         return lambda key: queue.add(key)
 
-    def run_due(self, limit: int = 100_000) -> int:
+    def run_due(self, limit: int = 100_000, proceed: Callable[[], bool] = lambda: True) -> int:
         """Reconcile every key whose time has come (including keys that become due
-        immediately while running). Returns how many reconciles ran."""
+        immediately while running), as long as ``proceed()`` allows before each one (a
+        replica that lost its leadership stops at once). Returns how many ran."""
         ran = 0
         progressed = True
         while progressed and ran < limit:
             progressed = False
             for name, queue in self._queues.items():
+                if not proceed():
+                    return ran
                 self._pump()
                 key = queue.pop_due()
                 if key is None:

@@ -20,17 +20,16 @@ PARTITIONS = ("aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b")
 EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 
-# EC2 read calls the controller makes, allowed on * within the cluster's region.
+# EC2 read calls the controller makes, allowed on * within the cluster's region (every
+# one is called: tests/controller/cloudprovider/aws/test_aws_iam.py keeps it so).
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplates",
-    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
@@ -141,7 +140,8 @@ def controller_policy(params: ControllerPolicyParams) -> dict:
         _statement(
             "AllowSSMReadActions",
             ["ssm:GetParameter"],
-            [f"arn:{p}:ssm:{r}::parameter/aws/service/*"],
+            # AWS's public AMI parameters, and the account's own (a class's ssmParameter)
+            [f"arn:{p}:ssm:{r}::parameter/aws/service/*", f"arn:{p}:ssm:{r}:{a}:parameter/*"],
         ),
         _statement("AllowPricingReadActions", ["pricing:GetProducts"], ["*"]),
         *_queue_statements(params.queue_arn),
@@ -353,22 +353,33 @@ def _instance_profile_statements(p: str, r: str, a: str, c: str) -> list[dict]:
             },
         ),
         _statement("AllowInstanceProfileReadActions", ["iam:GetInstanceProfile"], [profiles]),
-        _statement("AllowUnscopedInstanceProfileListAction", ["iam:ListInstanceProfiles"], ["*"]),
+        # A class's spec.role is checked before its profile is made (NoSuchEntity: not Ready).
+        _statement("AllowRoleReadActions", ["iam:GetRole"], [f"arn:{p}:iam::{a}:role/*"]),
     ]
 
 
 def interruption_queue_policy(queue_arn: str) -> dict:
-    """EventBridge (and SQS itself) may send; nothing may use the queue without TLS."""
+    """EventBridge may send, for the rules of the queue's own account and region only (a
+    rule of another account cannot feed it, which upstream's policy allows); nothing may
+    use the queue without TLS."""
+    check_field("queue_arn", queue_arn)
+    partition, _, region, account = queue_arn.split(":")[1:5]
     return {
         "Version": POLICY_VERSION,
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
-                "Sid": "AllowEventBridgeAndSQS",
+                "Sid": "AllowEventBridgeFromThisAccount",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": queue_arn,
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{partition}:events:{region}:{account}:rule/*"
+                    },
+                },
             },
             {
                 "Sid": "DenyHTTP",

@@ -34,7 +34,10 @@ class Cause:
 
 
 class ApiError(Exception):
-    """An API error with the HTTP status code and Status reason of the API server."""
+    """An API error with the HTTP status code and Status reason of the API server.
+
+    The http adapter names the call that failed (``verb`` and ``resource``, the request
+    path); ``str()`` then leads with them, so a log line says what was being done."""
 
     code: int = 500
     reason: str = "InternalError"
@@ -43,6 +46,18 @@ class ApiError(Exception):
         super().__init__(message)
         self.message = message
         self.causes: list[Cause] = list(causes or [])
+        self.verb: str | None = None
+        self.resource: str | None = None
+
+    def during(self, verb: str, resource: str) -> ApiError:
+        """Name the failed call (``"list"``, ``"/api/v1/pods"``); returns the error."""
+        self.verb, self.resource = verb, resource
+        return self
+
+    def __str__(self) -> str:
+        if self.verb is None:
+            return self.message
+        return f"{self.verb} {self.resource}: {self.message}"
 
     def to_status(self) -> dict[str, Any]:
         """The metav1.Status body the API server returns for this error."""
@@ -113,6 +128,27 @@ class ServiceUnavailable(ApiError):
     code, reason = 503, "ServiceUnavailable"
 
 
+class Timeout(ApiError):
+    """The call did not finish within its deadline (also the server's own 504)."""
+
+    code, reason = 504, "Timeout"
+
+
+# Client-side failures of the http adapter: no Status came back.
+
+
+class Unreachable(ServiceUnavailable):
+    """The API server could not be reached, or the connection broke before a whole
+    answer arrived (refused, reset, closed early, TLS failure)."""
+
+
+class MalformedResponse(ApiError):
+    """The server answered success with a body that is not what the verb returns
+    (empty, cut off, not JSON, a list without items): never taken as an answer."""
+
+    code, reason = 502, "MalformedResponse"
+
+
 _BY_REASON: dict[str, type[ApiError]] = {
     cls.reason: cls
     for cls in (
@@ -128,6 +164,7 @@ _BY_REASON: dict[str, type[ApiError]] = {
         TooManyRequests,
         InternalError,
         ServiceUnavailable,
+        Timeout,
     )
 }
 _BY_CODE: dict[int, type[ApiError]] = {
@@ -142,6 +179,7 @@ _BY_CODE: dict[int, type[ApiError]] = {
     429: TooManyRequests,
     500: InternalError,
     503: ServiceUnavailable,
+    504: Timeout,
 }
 
 

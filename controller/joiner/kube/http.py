@@ -9,9 +9,17 @@ runtime dependency, is maintained, and streams watches line by line.
 Configuration comes from in-cluster service-account files or a kubeconfig
 (token, client certificate, or an exec credential plugin such as
 ``aws eks get-token``). Requests pass a QPS/burst token bucket; 429 and 5xx
-answers to reads are retried with exponential backoff (honouring Retry-After);
-writes only on 429 and 503, and never where the status is the answer itself (an
-eviction blocked by a PodDisruptionBudget).
+answers to reads are retried with exponential backoff and jitter (honouring
+Retry-After); writes only on 429 and 503, and never where the status is the
+answer itself (an eviction blocked by a PodDisruptionBudget).
+
+Every call has one overall deadline (``timeout``), retries and their waits
+included, that holds however slowly the server sends (see ``deadline``); a watch
+has its ``timeoutSeconds`` plus that. Whatever goes wrong surfaces as an ApiError
+naming the verb and the resource: a Status from the server, a transport failure
+(``Unreachable``), a missed deadline (``Timeout``), or a success whose body is not
+the verb's answer (``MalformedResponse``: empty, cut off, not JSON, a list
+without items), so a broken answer is never read as an empty one.
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import random
 import ssl
 import subprocess
 import tempfile
@@ -31,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
+from joiner import yamlio
+from joiner.backoff import Backoff
 from joiner.clock import from_rfc3339
 from joiner.kube.api import (
     PATCH_CONTENT_TYPES,
@@ -40,13 +48,17 @@ from joiner.kube.api import (
     BadRequest,
     Cause,
     Invalid,
+    MalformedResponse,
     ObjectList,
     PatchType,
     PropagationPolicy,
+    Timeout,
+    Unreachable,
     UnsupportedMediaType,
     WatchEvent,
     error_from_status,
 )
+from joiner.kube.deadline import DeadlineTransport, within
 from joiner.kube.resources import Registry, ResourceKind, default_registry
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -54,7 +66,9 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # says it did not act (429, 503), so a create is never sent twice after a 500.
 _RETRYABLE_READ = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_WRITE = frozenset({429, 503})
-_WATCH_READ_SLACK = 30.0  # seconds beyond the server-side watch timeout
+# The Kubernetes verb of each method, for error messages (a GET of a collection: "list").
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 
 
 class ConfigError(Exception):
@@ -126,9 +140,11 @@ class ClusterConfig:
         location = Path(path or os.environ.get("KUBECONFIG", "~/.kube/config").split(":")[0])
         location = location.expanduser()
         try:
-            document = yaml.safe_load(location.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
+            document = yamlio.load(yamlio.read_text(location)) or {}
+        except (OSError, ValueError) as error:  # ValueError: not UTF-8, too large, bad YAML
             raise ConfigError(f"cannot read kubeconfig {location}: {error}") from None
+        if not isinstance(document, dict):
+            raise ConfigError(f"cannot read kubeconfig {location}: not a mapping")
         return cls.from_kubeconfig_dict(document, context, base=location.parent)
 
     @classmethod
@@ -224,34 +240,53 @@ class RetryPolicy:
     max_delay: float = 10.0
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
+        """The server's Retry-After when it gives one (the call's deadline bounds it),
+        else the shared jittered backoff."""
         if retry_after and retry_after.isdigit():
-            return min(self.max_delay, float(retry_after))
-        backoff = min(self.max_delay, self.base_delay * (2**attempt))
-        return backoff * (0.5 + random.random() / 2)  # jitter spreads retrying clients
+            return float(retry_after)
+        return Backoff(self.base_delay, self.max_delay).delay(attempt)
 
 
 class HttpWatch:
-    """A streaming watch over HTTP; iterate for events, stop() to close."""
+    """A streaming watch over HTTP; iterate for events, stop() to close.
 
-    def __init__(self, open_stream: Callable[[], httpx.Response]) -> None:
-        self._open = open_stream
+    Opening it is bounded by ``open_timeout``; the stream by ``duration`` (the server
+    ends it after ``timeoutSeconds``; None: no bound)."""
+
+    def __init__(
+        self,
+        open_stream: Callable[[], httpx.Response],
+        path: str,
+        open_timeout: float,
+        duration: float | None,
+    ) -> None:
+        self._open, self._path = open_stream, path
+        self._open_timeout, self._duration = open_timeout, duration
         self._response: httpx.Response | None = None
         self._stopped = False
 
     def __iter__(self) -> Iterator[WatchEvent]:
-        self._response = response = self._open()
+        opened = time.monotonic()
+        deadline = None if self._duration is None else opened + self._duration
         try:
-            if response.status_code >= 400:
-                response.read()
-                raise _error(response)
-            for line in response.iter_lines():
-                if self._stopped:
-                    break
+            with within(opened + self._open_timeout):
+                self._response = response = self._open()
+                if response.status_code >= 400:
+                    response.read()
+                    raise _error(response)
+            lines = response.iter_lines()
+            while not self._stopped:
+                with within(deadline):
+                    line = next(lines, None)
+                if line is None:
+                    return  # the server ended the watch (its timeoutSeconds)
                 if line:
-                    yield _watch_event(json.loads(line))
-        except (httpx.ReadError, httpx.RemoteProtocolError):
-            if not self._stopped:
-                raise
+                    yield _watch_event(line)
+        except httpx.HTTPError as failure:
+            if not self._stopped:  # stop() closing the stream is not a failure
+                raise _transport_error(failure).during("watch", self._path) from None
+        except ApiError as error:
+            raise error.during("watch", self._path) from None
         finally:
             self.stop()
 
@@ -261,11 +296,21 @@ class HttpWatch:
             self._response.close()
 
 
-def _watch_event(line: dict[str, Any]) -> WatchEvent:
-    if line.get("type") == "ERROR":
-        status = line.get("object") or {}
-        raise error_from_status(int(status.get("code") or 500), status)
-    return WatchEvent(line["type"], line.get("object") or {})
+def _watch_event(line: str) -> WatchEvent:
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise MalformedResponse(f"a watch event is not JSON ({err}): {line[:200]!r}") from None
+    if not isinstance(event, dict) or event.get("type") not in _WATCH_EVENT_TYPES:
+        raise MalformedResponse(f"not a watch event: {line[:200]!r}")
+    obj = event.get("object")
+    if event["type"] == "ERROR":
+        status = obj if isinstance(obj, dict) else {}
+        code = status.get("code")
+        raise error_from_status(code if isinstance(code, int) else 500, status)
+    if not isinstance(obj, dict):
+        raise MalformedResponse(f"a {event['type']} watch event without an object")
+    return WatchEvent(event["type"], obj)
 
 
 def _error(response: httpx.Response) -> ApiError:
@@ -274,6 +319,47 @@ def _error(response: httpx.Response) -> ApiError:
     except json.JSONDecodeError:
         body = {"message": response.text[:500]}
     return error_from_status(response.status_code, body)
+
+
+def _transport_error(failure: httpx.HTTPError) -> ApiError:
+    what = f"{type(failure).__name__}: {failure}"
+    if isinstance(failure, httpx.TimeoutException):
+        return Timeout(f"no complete answer in time ({what})")
+    if isinstance(failure, httpx.DecodingError):
+        return MalformedResponse(f"the response body cannot be decoded ({what})")
+    return Unreachable(what)
+
+
+def _json_object(content: bytes) -> dict[str, Any]:
+    """A success body, which for every verb is one JSON object."""
+    if not content:
+        raise MalformedResponse("the response body is empty")
+    try:
+        body = json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise MalformedResponse(f"the response body is not JSON, perhaps cut off ({err})") from None
+    if not isinstance(body, dict):
+        raise MalformedResponse("the response body is not a JSON object")
+    return body
+
+
+def _checked(body: dict[str, Any], check: Callable[[dict[str, Any]], str | None]) -> dict[str, Any]:
+    problem = check(body)
+    if problem:
+        raise MalformedResponse(problem)
+    return body
+
+
+def _list_problem(body: dict[str, Any]) -> str | None:
+    """Why a list body cannot be taken as the collection (None: it can)."""
+    items = body.get("items")
+    if "items" not in body or not (items is None or isinstance(items, list)):
+        return "the list has no items array"
+    metadata = body.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    if not isinstance(version, str) or not version:
+        return "the list has no metadata.resourceVersion"
+    return None
 
 
 def tls_context(config: ClusterConfig) -> ssl.SSLContext:
@@ -301,14 +387,16 @@ class HttpKube:
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``timeout``: the deadline of one call, retries and their waits included."""
         self.config = config
         self.registry = registry or default_registry()
         self._limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
+        self._timeout = timeout
         self._sleep = sleep
         self._client = httpx.Client(
             base_url=config.server,
-            verify=tls_context(config),
+            transport=DeadlineTransport(tls_context(config)),
             timeout=timeout,
             headers={"Accept": "application/json", "User-Agent": "joiner-controller"},
         )
@@ -330,33 +418,46 @@ class HttpKube:
         method: str,
         path: str,
         *,
+        verb: str | None = None,
         params: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
         retry_statuses: frozenset[int] | None = None,
-    ) -> Any:
+        check: Callable[[dict[str, Any]], str | None] = lambda body: None,
+    ) -> dict[str, Any]:
+        """One call on ``path``, retried as the method allows until its deadline;
+        ``verb`` names it in errors (default: the method's); ``check`` says what is wrong
+        with a success body, if anything."""
+        verb = verb or _VERBS[method]
         if retry_statuses is None:
             retry_statuses = _RETRYABLE_READ if method == "GET" else _RETRYABLE_WRITE
         content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = self._headers({"Content-Type": content_type} if content is not None else None)
+        deadline = time.monotonic() + self._timeout
         attempt = 0
         while True:
             self._limiter.acquire()
+            retry_after: str | None = None
             try:
-                response = self._client.request(
-                    method, path, params=params, content=content, headers=headers
-                )
-            except httpx.TransportError:
-                if method != "GET" or attempt >= self._retry.max_retries:
-                    raise
-                self._sleep(self._retry.delay(attempt, None))
-                attempt += 1
-                continue
-            if response.status_code < 400:
-                return json.loads(response.content) if response.content else {}
-            if response.status_code not in retry_statuses or attempt >= self._retry.max_retries:
-                raise _error(response)
-            self._sleep(self._retry.delay(attempt, response.headers.get("Retry-After")))
+                with within(deadline):
+                    response = self._client.request(
+                        method, path, params=params, content=content, headers=headers
+                    )
+                if response.status_code < 400:
+                    return _checked(_json_object(response.content), check)
+                retry_after = response.headers.get("Retry-After")
+                failure = _error(response)
+                retryable = response.status_code in retry_statuses
+            except httpx.HTTPError as transport_failure:
+                failure, retryable = _transport_error(transport_failure), method == "GET"
+            except MalformedResponse as malformed:  # a read may simply be asked again
+                failure, retryable = malformed, method == "GET"
+            delay = self._retry.delay(attempt, retry_after)
+            if not retryable or attempt >= self._retry.max_retries:
+                raise failure.during(verb, path)
+            if time.monotonic() + delay >= deadline:
+                raise failure.during(verb, path)
+            self._sleep(delay)
             attempt += 1
 
     # --------------------------------------------------------------- reads
@@ -378,7 +479,9 @@ class HttpKube:
     ) -> ObjectList:
         rk = self.registry.lookup(kind, api_version)
         params = _selector_params(label_selector, field_selector)
-        body = self._request("GET", rk.collection_path(namespace), params=params)
+        body = self._request(
+            "GET", rk.collection_path(namespace), verb="list", params=params, check=_list_problem
+        )
         items = body.get("items") or []
         for item in items:  # list items carry neither kind nor apiVersion on the wire
             item.setdefault("kind", rk.kind)
@@ -406,7 +509,6 @@ class HttpKube:
             params["timeoutSeconds"] = str(max(1, int(timeout_seconds)))
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
-        read_timeout = None if timeout_seconds is None else timeout_seconds + _WATCH_READ_SLACK
         path = rk.collection_path(namespace)
 
         def open_stream() -> httpx.Response:
@@ -416,11 +518,14 @@ class HttpKube:
                 path,
                 params=params,
                 headers=self._headers(),
-                timeout=httpx.Timeout(self._client.timeout.connect, read=read_timeout),
+                timeout=httpx.Timeout(self._timeout, read=None),  # reads: the deadline
             )
             return self._client.send(request, stream=True)
 
-        return HttpWatch(open_stream)
+        # The server ends the watch after timeoutSeconds; one request timeout more for it
+        # to do so, and a watch that outstays that is cut off (a Timeout).
+        duration = None if timeout_seconds is None else timeout_seconds + self._timeout
+        return HttpWatch(open_stream, path, self._timeout, duration)
 
     # -------------------------------------------------------------- writes
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from joiner.api import objectmeta
 from joiner.api import validation as api_validation
 from joiner.kube.api import Cause, Invalid
 from joiner.kube.resources import ResourceKind
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # Kinds whose names must be DNS labels rather than DNS subdomains.
 _LABEL_NAMED_KINDS = frozenset({"Namespace", "Service"})
 
@@ -28,15 +26,15 @@ def invalid(kind: str, name: str, causes: list[Cause]) -> Invalid:
 
 
 def check_name(kind: str, name: str) -> list[Cause]:
-    label_named = kind in _LABEL_NAMED_KINDS
-    pattern, limit = (_DNS_LABEL, 63) if label_named else (_DNS_SUBDOMAIN, 253)
-    if len(name) > limit or not pattern.match(name):
-        what = "RFC 1123 label" if label_named else "RFC 1123 subdomain"
+    if kind not in _LABEL_NAMED_KINDS:
+        problems = objectmeta.subdomain_problems(name)
+        return [Cause("metadata.name", objectmeta.invalid(name, p)) for p in problems]
+    if len(name) > 63 or not _DNS_LABEL.match(name):
         return [
             Cause(
                 "metadata.name",
-                f"Invalid value: {name!r}: a lowercase {what} must consist of lower case "
-                f"alphanumeric characters, '-' or '.', at most {limit} characters",
+                f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist of lower "
+                "case alphanumeric characters or '-', at most 63 characters",
             )
         ]
     return []
@@ -49,11 +47,9 @@ def _check_labels(labels: Any) -> list[Cause]:
         return [Cause("metadata.labels", "must be a map of string to string")]
     causes = []
     for key, value in labels.items():
-        prefix, _, name = str(key).rpartition("/")
-        bad_prefix = bool(prefix) and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))
-        if bad_prefix or len(name) > 63 or not _LABEL_NAME.match(name):
+        if not objectmeta.is_qualified_name(str(key)):
             causes.append(Cause("metadata.labels", f"Invalid value: {key!r}: invalid label key"))
-        elif not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        elif not isinstance(value, str) or not objectmeta.is_label_value(value):
             causes.append(
                 Cause(f"metadata.labels.{key}", f"Invalid value: {value!r}: invalid label value")
             )

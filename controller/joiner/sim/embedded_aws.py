@@ -7,14 +7,22 @@ name, and the EKS optimized AMIs behind every alias the scenario uses (moto has 
 public SSM parameters: they are written into its backend). moto's
 DescribeInstanceTypes takes seconds, so its answer is cached on disk per moto
 version and a run starts in seconds after the first.
+
+With ``spec.cloud.enforceIAM`` the provider runs as the controller: an IAM user holding
+exactly the controller policy Joiner ships, moto enforcing it (``moto_iam``) and every
+call checked against its resources and conditions (``joiner.infra.callaudit``); the
+seeding and EC2's own doings (reclaiming an instance) run as an administrator. Denied
+calls fail as on AWS and are listed by ``iam_denials()`` and in the log at the end.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +34,7 @@ import moto
 from botocore.parsers import DEFAULT_TIMESTAMP_PARSER
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.authorization import enable_iam_authentication
 from moto.core.utils import utcnow
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.core import TaggedEC2Resource
@@ -42,8 +51,13 @@ from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue, TypeSettings, type_shape
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider, instance_id_of
+from joiner.infra.callaudit import BotoResourceFacts, CallAudit
+from joiner.infra.iam import ControllerPolicyParams, controller_policy
 from joiner.sim.cloud import StaticNodeFacts
+from joiner.sim.moto_iam import ADMINISTRATOR, Keys, create_principal, moto_iam_corrections
 from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
+
+log = logging.getLogger(__name__)
 
 KUBERNETES_VERSION = "1.33"
 VPC_CIDR = "10.0.0.0/16"
@@ -65,12 +79,8 @@ class EmbeddedAWS:
         self._mock.start()
         self._tag_lookup = mock.patch.object(TaggedEC2Resource, "get_tags", _tags_by_id)
         self._tag_lookup.start()
-        session = boto3.Session(
-            aws_access_key_id="embedded",
-            aws_secret_access_key="embedded",
-            region_name=self.region,
-            botocore_session=_fast_timestamps(botocore.session.get_session()),
-        )
+        self._enforcement = ExitStack()
+        session = _session(self.region, Keys("embedded", "embedded"))
         self.clients = AWSClients.create(self.region, session=session, max_attempts=1)
         self._eks = session.client("eks", region_name=self.region)
         nodeclasses = list(_nodeclasses(scenario))
@@ -78,20 +88,24 @@ class EmbeddedAWS:
         self._seed_roles(nodeclasses)
         self._seed_amis(nodeclasses)
         cluster = self._seed_cluster(scenario.cluster.name)
+        self.audit: CallAudit | None = None
+        controller = self.clients
+        if scenario.cloud.enforce_iam:
+            controller = self._enforce_controller_policy(scenario.cluster.name, nodeclasses)
         self._lookup: NodeClassLookup = lambda name: None
-        self.catalogue = cached_catalogue(self.clients.ec2, clock)
+        self.catalogue = cached_catalogue(controller.ec2, clock)
         # moto has no Pricing API (GetProducts): on-demand prices come from the scenario's
         # list (else the documented estimate), spot prices from moto's price history.
         pricing = PricingProvider(
             clock,
             self.region,
             pricing_client=None,
-            ec2=self.clients.ec2,
+            ec2=controller.ec2,
             static_on_demand=scenario.cloud.prices,
             infos=self.catalogue.infos,
         )
         self.provider = AWSCloudProvider(
-            self.clients,
+            controller,
             clock,
             cluster,
             self.region,
@@ -99,14 +113,54 @@ class EmbeddedAWS:
             catalogue=self.catalogue,
             pricing=pricing,
         )
-        self.outage = CapacityOutage(self.clients.ec2, zones)
+        self.outage = CapacityOutage(controller.ec2, zones)  # where CreateFleet goes
         self._prices: dict[str, float] = {}
+
+    def _enforce_controller_policy(
+        self, cluster: str, nodeclasses: list[EC2NodeClass]
+    ) -> AWSClients:
+        """The controller's clients, as a principal holding the controller policy; from
+        here on ``self.clients`` are an administrator's and moto enforces IAM. The policy's
+        node role is the classes' role (the first, when they name several: the policy
+        lets the controller pass one)."""
+        roles = sorted({n.role.rsplit("/", 1)[-1] for n in nodeclasses if n.role})
+        node_role = roles[0] if roles else f"{cluster}-node"
+        policy = controller_policy(
+            ControllerPolicyParams(
+                cluster,
+                self.region,
+                DEFAULT_ACCOUNT_ID,
+                f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{node_role}",
+            )
+        )
+        admin = create_principal(self.clients.iam, "administrator", ADMINISTRATOR)
+        keys = create_principal(self.clients.iam, "joiner-controller", policy)
+        self.clients = AWSClients.create(
+            self.region, session=_session(self.region, admin), max_attempts=1
+        )
+        controller = AWSClients.create(
+            self.region, session=_session(self.region, keys), max_attempts=1
+        )
+        self.audit = CallAudit(
+            policy, BotoResourceFacts(self.clients.ec2, self.clients.iam), DEFAULT_ACCOUNT_ID
+        )
+        self.audit.watch(controller.ec2, controller.ssm, controller.iam)
+        self._enforcement.enter_context(moto_iam_corrections())
+        self._enforcement.enter_context(enable_iam_authentication())
+        return controller
+
+    def iam_denials(self) -> list[str]:
+        """The controller's calls its policy did not allow (with enforceIAM)."""
+        return self.audit.report() if self.audit else []
 
     def bind_nodeclasses(self, lookup: NodeClassLookup) -> None:
         """Where the provider reads node classes (with their status): the operator's state."""
         self._lookup = lookup
 
     def close(self) -> None:
+        for denial in self.iam_denials():
+            log.error("the controller policy denied %s", denial)
+        self._enforcement.close()
         self._tag_lookup.stop()
         self._mock.stop()
 
@@ -257,6 +311,15 @@ def put_public_parameter(region: str, name: str, value: str) -> None:
             version=1,
             data_type="aws:ec2:image",
         )
+    )
+
+
+def _session(region: str, keys: Keys) -> boto3.Session:
+    return boto3.Session(
+        aws_access_key_id=keys.access_key_id,
+        aws_secret_access_key=keys.secret_access_key,
+        region_name=region,
+        botocore_session=_fast_timestamps(botocore.session.get_session()),
     )
 
 

@@ -9,12 +9,13 @@ is due. Cost and pending time are integrated over each jump.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import TRUE, set_condition
+from joiner.api.duration import format_duration
 from joiner.api.validation import validate_object
 from joiner.clock import FakeClock
 from joiner.controllers.interruption import controller as interruption
@@ -240,6 +241,7 @@ class Simulation:
 
     def _step(self, step: Step) -> StepRecord:
         failures: list[str] = []
+        unsettled: str | None = None
         if isinstance(step, ApplyStep):
             self._apply(step.manifests, f"spec.steps[{step.index}].apply")
         elif isinstance(step, DeleteStep):
@@ -252,6 +254,7 @@ class Simulation:
             self.run_until(self.clock.now() + step.seconds)
         elif isinstance(step, SettleStep):
             self.run_until(self.clock.now() + step.max_seconds, stop=self.settled)
+            unsettled = self._unsettled(step)
         elif isinstance(step, CapacityStep):
             self._capacity(step)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
@@ -268,6 +271,7 @@ class Simulation:
             self.observer.snapshot(),
             name=step.name,
             failures=failures,
+            unsettled=unsettled,
         )
 
     def run_until(self, end: float, stop: Callable[[], bool] | None = None) -> None:
@@ -317,14 +321,36 @@ class Simulation:
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being
         drained or deleted."""
+        return next(self._in_flight(), None) is None
+
+    def _in_flight(self) -> Iterator[str]:
+        """What keeps the run from settling, cheapest check first (``settled`` stops at
+        the first)."""
         if self.operator.disruption.busy:
-            return False
-        if self.observer.pods.pending_count():
-            return False
+            yield "disruption in progress"
+        pending = self.observer.pods.pending_count()
+        if pending:
+            yield f"pending pods: {pending}"
+        launching = deleting = 0
         for claim in self.operator.state.nodeclaims.values():
-            if claim.metadata.get("deletionTimestamp") or not claim.condition_true("Initialized"):
-                return False
-        return True
+            if claim.metadata.get("deletionTimestamp"):
+                deleting += 1
+            elif not claim.condition_true("Initialized"):
+                launching += 1
+        if launching:
+            yield f"NodeClaims not yet initialized: {launching}"
+        if deleting:
+            yield f"NodeClaims being deleted: {deleting}"
+
+    def _unsettled(self, step: SettleStep) -> str | None:
+        """The failure of a settle step that reached its bound, or None if it settled."""
+        in_flight = list(self._in_flight())
+        if not in_flight:
+            return None
+        return (
+            f"{step.location}: settle: did not settle within "
+            f"{format_duration(step.max_seconds)}: {', '.join(in_flight)}"
+        )
 
     # --- step actions ----------------------------------------------------------------------
 

@@ -70,9 +70,14 @@ class Kubelet:
 
     def reconcile(self, key: str) -> Result:
         action, _, target = key.partition("/")
-        with contextlib.suppress(NotFound, Conflict):
+        try:
             return getattr(self, f"_{action}")(target)
-        return DONE
+        except NotFound:
+            return DONE  # the object went: nothing left to do for it
+        except Conflict:
+            # Someone wrote first (on a real API server the node lifecycle controller or
+            # the controller registering the Node): read again and redo.
+            return Result(requeue_after=0.0)
 
     def _register(self, claim_name: str) -> Result:
         claim = self.kube.get("NodeClaim", claim_name)

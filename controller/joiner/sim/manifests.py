@@ -82,8 +82,10 @@ def identify(manifest: Any) -> ObjectRef:
     if not isinstance(manifest, Mapping):
         raise ManifestError(f"expected a manifest (a mapping), got {_type(manifest)}")
     kind = manifest.get("kind")
-    if not isinstance(kind, str) or not kind:
+    if kind is None or kind == "":
         raise ManifestError("kind: required")
+    if not isinstance(kind, str):
+        raise ManifestError(f"kind: expected a string, got {kind!r}")
     if kind not in EMULATED_KINDS:
         raise ManifestError(
             f"kind: unsupported kind {kind!r} (the simulator emulates {', '.join(EMULATED_KINDS)})"

@@ -280,9 +280,18 @@ def _summary(result: SimulationResult) -> str:
 def _failures(result: SimulationResult) -> str:
     failures = result.failures
     if not failures:
-        return '<p class="ok">All expectations held.</p>'
-    items = "".join(f"<li>{_e(f)}</li>" for f in failures)
-    return f'<div class="failed"><p>{len(failures)} expectations failed:</p><ul>{items}</ul></div>'
+        parts = ['<p class="ok">All expectations held.</p>']
+    else:
+        items = "".join(f"<li>{_e(f)}</li>" for f in failures)
+        parts = [
+            f'<div class="failed"><p>{len(failures)} expectations failed:</p><ul>{items}</ul></div>'
+        ]
+    if result.unsettled:
+        items = "".join(f"<li>{_e(u)}</li>" for u in result.unsettled)
+        parts.append(
+            f'<div class="failed"><p>Settle steps that did not settle:</p><ul>{items}</ul></div>'
+        )
+    return "\n".join(parts)
 
 
 def _steps_table(result: SimulationResult) -> str:
@@ -292,6 +301,8 @@ def _steps_table(result: SimulationResult) -> str:
         outcome = ""
         if step.action == "expect":
             outcome = "failed" if step.failures else "held"
+        elif step.action == "settle":
+            outcome = "did not settle" if step.unsettled else "settled"
         rows.append(
             [
                 str(step.index),
@@ -307,7 +318,7 @@ def _steps_table(result: SimulationResult) -> str:
             ]
         )
     header = ["#", "name", "action", "done at", "nodes", "managed", "running", "pending"]
-    return _table([*header, "cost", "expect"], rows)
+    return _table([*header, "cost", "outcome"], rows)
 
 
 def _nodeclaims_table(result: SimulationResult) -> str:

@@ -6,7 +6,8 @@ start of the run, CPU in cores, memory in bytes, prices in USD per hour.
 
 ``StepRecord.name``, ``StepRecord.failures`` and ``SimulationResult.failures`` are for
 the human renderers (table, report) and the exit code; the JSON contract has no field
-for them, so ``to_dict`` leaves them out.
+for them, so ``to_dict`` leaves them out. Of ``StepRecord.unsettled`` the JSON has
+``settled`` (on settle steps only, added within version 1: old readers ignore it).
 """
 
 from __future__ import annotations
@@ -127,14 +128,20 @@ class StepRecord:
     snapshot: Snapshot
     name: str | None = None
     failures: list[str] = field(default_factory=list)  # expect steps only
+    # settle steps only: what was still in flight when the bound was reached, as
+    # "spec.steps[1]: settle: did not settle within 10m: pending pods: 3"; None if settled
+    unsettled: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "index": self.index,
             "action": self.action,
             "time": float(self.time),
-            "snapshot": self.snapshot.to_dict(),
         }
+        if self.action == "settle":
+            record["settled"] = self.unsettled is None
+        record["snapshot"] = self.snapshot.to_dict()
+        return record
 
 
 @dataclass
@@ -241,6 +248,11 @@ class SimulationResult:
     def failures(self) -> list[str]:
         """Every failed expectation, in step order (non-empty means exit 1)."""
         return [failure for step in self.steps for failure in step.failures]
+
+    @property
+    def unsettled(self) -> list[str]:
+        """Every settle step that reached its bound unsettled (non-empty means exit 2)."""
+        return [step.unsettled for step in self.steps if step.unsettled is not None]
 
 
 def _optional_time(value: float | None) -> float | None:

@@ -11,6 +11,7 @@ The format is documented for users in docs/scenario.md; keep the two in step.
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -18,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
+from joiner import yamlio
 from joiner.api import labels as wk
 from joiner.api.duration import DurationError, format_duration, parse_duration
 from joiner.api.quantity import QuantityError, parse_quantity
@@ -37,6 +37,14 @@ DEFAULT_PODS = 110
 # advance + settle bounds of all steps together: a week of virtual time at most, so a
 # typo like `settle: 3000h` fails fast instead of simulating for hours.
 MAX_VIRTUAL_SECONDS = 7 * 24 * 3600.0
+# Bounds of a fake catalogue, far beyond any EC2 instance (the largest have 1,920 vCPUs,
+# 32 TiB and cost about $400/h): more is a typo, and sums of such amounts in the
+# scheduler's int64 milli-units would overflow.
+MAX_INSTANCE_CPU = "10000"
+MAX_INSTANCE_MEMORY = "64Ti"
+MAX_INSTANCE_PODS = 10_000
+MAX_EXTENDED_RESOURCE = "64Ti"  # GPUs count in ones, hugepages in bytes
+MAX_PRICE = 10_000.0  # USD per hour
 ARCHITECTURES = ("amd64", "arm64")
 OPERATING_SYSTEMS = ("linux", "windows")
 OFFERING_CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
@@ -120,6 +128,9 @@ class CloudSpec:
     instance_types: tuple[InstanceTypeSpec, ...] = ()  # fake only
     launch_delay: float = DEFAULT_LAUNCH_DELAY  # seconds: instance running -> Node registered
     ready_delay: float = DEFAULT_READY_DELAY  # seconds: Node registered -> Ready
+    # aws only: the provider runs as a principal holding the controller policy, moto
+    # enforcing it and every call checked (joiner.sim.moto_iam, joiner.infra.callaudit)
+    enforce_iam: bool = False
 
     def offering_zones(self) -> set[str]:
         return {o.zone for it in self.instance_types for o in it.offerings}
@@ -274,37 +285,36 @@ class Scenario:
 def load_scenario(path_or_text: str | Path) -> Scenario:
     """A Scenario from a file path (``Path``, or a ``str`` without a newline) or from YAML
     text (a ``str`` with one). Relative paths inside resolve against the file's folder
-    (the working directory for text)."""
+    (the working directory for text). Messages do not repeat the file's name: the
+    caller, who named it, puts it in front."""
     if isinstance(path_or_text, Path) or "\n" not in path_or_text:
         source: Path | None = Path(path_or_text)
         text = _read_text(source)
         base_dir = source.parent
     else:
         source, text, base_dir = None, path_or_text, Path.cwd()
-    document = _parse_yaml(text, source)
+    document = _parse_yaml(text)
     if document is None:
-        raise ScenarioError(f"{source or 'scenario'}: empty (expected a Scenario document)")
+        raise ScenarioError("empty (expected a Scenario document)")
     return _scenario(document, base_dir, source)
 
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return yamlio.read_text(path)
     except OSError as error:
-        raise ScenarioError(f"{path}: cannot read the scenario: {error.strerror}") from None
+        raise ScenarioError(f"cannot read the scenario: {error.strerror}") from None
     except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not a text file (expected UTF-8 YAML)") from None
+        raise ScenarioError("not a text file (expected UTF-8 YAML)") from None
+    except yamlio.InputTooLarge as error:
+        raise ScenarioError(f"cannot read the scenario: {error}") from None
 
 
-def _parse_yaml(text: str, source: Path | None) -> Any:
+def _parse_yaml(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        where = f"{source}: " if source else ""
-        mark = getattr(error, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise ScenarioError(f"{where}invalid YAML{at}: {problem}") from None
+        return yamlio.load(text)
+    except yamlio.YAMLInputError as error:
+        raise ScenarioError(str(error)) from None
 
 
 def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
@@ -328,6 +338,12 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     known: set[ObjectRef] = set()
     objects = _manifests(spec.get("objects") or [], "spec.objects", known, allow_empty=True)
     steps = _steps(spec.get("steps"), cluster, cloud, known)
+    interrupt = next((s for s in steps if isinstance(s, InterruptStep)), None)
+    if cloud.enforce_iam and interrupt is not None:
+        raise ScenarioError(
+            f"spec.steps[{interrupt.index}].interrupt: not with spec.cloud.enforceIAM (the "
+            "simulated interruption queue and its events are not principals of the account)"
+        )
     return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source)
 
 
@@ -348,7 +364,11 @@ def _cluster(raw: Any) -> ClusterSpec:
 def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
     where = "spec.cloud"
     cloud = _mapping(raw, where)
-    _keys(cloud, where, ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay"))
+    _keys(
+        cloud,
+        where,
+        ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay", "enforceIAM"),
+    )
     provider = cloud.get("provider")
     if provider is None:
         raise ScenarioError(f"{where}.provider: required (aws or fake)")
@@ -363,6 +383,11 @@ def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
             )
         prices_path = base_dir / _string(cloud["prices"], f"{where}.prices")
         prices = _price_table(prices_path)
+    enforce_iam = cloud.get("enforceIAM", False)
+    if not isinstance(enforce_iam, bool):
+        raise ScenarioError(f"{where}.enforceIAM: must be true or false")
+    if enforce_iam and provider == "fake":
+        raise ScenarioError(f"{where}.enforceIAM: only used with provider aws")
     return CloudSpec(
         provider=provider,
         prices=prices,
@@ -370,23 +395,40 @@ def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
         instance_types=_instance_types(cloud.get("instanceTypes"), provider),
         launch_delay=_delay(cloud, "launchDelay", DEFAULT_LAUNCH_DELAY),
         ready_delay=_delay(cloud, "readyDelay", DEFAULT_READY_DELAY),
+        enforce_iam=enforce_iam,
     )
 
 
 def _price_table(path: Path) -> dict[str, float]:
     where = "spec.cloud.prices"
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(yamlio.read_text(path), object_pairs_hook=_unique_keys)
     except OSError as error:
         raise ScenarioError(f"{where}: cannot read {str(path)!r}: {error.strerror}") from None
-    except ValueError as error:
+    except yamlio.InputTooLarge as error:
+        raise ScenarioError(f"{where}: cannot read {str(path)!r}: {error}") from None
+    except RecursionError:
+        raise ScenarioError(f"{where}: {str(path)!r} is nested too deeply") from None
+    except ValueError as error:  # UnicodeDecodeError too
         raise ScenarioError(f"{where}: {str(path)!r} is not valid JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("prices"), dict):
         raise ScenarioError(f'{where}: {str(path)!r} has no "prices" object {{type: usd_per_hour}}')
     table = {}
     for instance_type, price in document["prices"].items():
-        table[instance_type] = _price(price, f"{where}: {str(path)!r} prices.{instance_type}")
+        table[instance_type] = _price(
+            price, f"{where}: {str(path)!r} prices.{instance_type}", MAX_PRICE
+        )
     return table
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (json.loads would keep the last)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
 
 
 def _delay(cloud: Mapping[str, Any], key: str, default: float) -> float:
@@ -423,15 +465,21 @@ def _instance_type(raw: Any, where: str) -> InstanceTypeSpec:
     os_name = entry.get("os", "linux")
     if os_name not in OPERATING_SYSTEMS:
         raise ScenarioError(f"{where}.os: must be one of {', '.join(OPERATING_SYSTEMS)}")
+    name = _string(entry.get("name"), f"{where}.name")
+    cpu = _amount(entry.get("cpu"), f"{where}.cpu", MAX_INSTANCE_CPU, positive=True)
+    memory = _amount(entry.get("memory"), f"{where}.memory", MAX_INSTANCE_MEMORY, positive=True)
+    pods = _count(entry.get("pods", DEFAULT_PODS), f"{where}.pods", 1, MAX_INSTANCE_PODS)
+    resources = _amounts(entry.get("resources"), f"{where}.resources")
+    capacity = {"cpu": cpu, "memory": memory, "pods": str(pods), **resources}
     return InstanceTypeSpec(
-        name=_string(entry.get("name"), f"{where}.name"),
-        cpu=_quantity(entry.get("cpu"), f"{where}.cpu"),
-        memory=_quantity(entry.get("memory"), f"{where}.memory"),
-        pods=_count(entry.get("pods", DEFAULT_PODS), f"{where}.pods", minimum=1),
+        name=name,
+        cpu=cpu,
+        memory=memory,
+        pods=pods,
         arch=arch,
         os=os_name,
-        resources=_quantities(entry.get("resources"), f"{where}.resources"),
-        overhead=_quantities(entry.get("overhead"), f"{where}.overhead"),
+        resources=resources,
+        overhead=_amounts(entry.get("overhead"), f"{where}.overhead", capacity),
         labels=_string_map(entry.get("labels"), f"{where}.labels"),
         offerings=_offerings(entry.get("offerings"), f"{where}.offerings"),
     )
@@ -453,7 +501,7 @@ def _offerings(raw: Any, where: str) -> tuple[OfferingSpec, ...]:
             OfferingSpec(
                 zone=_string(offering.get("zone"), f"{at}.zone"),
                 capacity_type=_capacity_type(offering.get("capacityType"), f"{at}.capacityType"),
-                price=_price(offering.get("price"), f"{at}.price"),
+                price=_price(offering.get("price"), f"{at}.price", MAX_PRICE),
                 available=available,
             )
         )
@@ -538,11 +586,13 @@ def _taints(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
 def _manifests(
     raw: Any, where: str, known: set[ObjectRef], allow_empty: bool = False
 ) -> tuple[Mapping[str, Any], ...]:
-    """Check every manifest and add what it creates to ``known``."""
+    """Check every manifest and add what it creates to ``known``. The manifests come back
+    with their namespace, defaulted as the API server does."""
     entries = _list(raw, where)
     if not entries and not allow_empty:
         raise ScenarioError(f"{where}: list at least one manifest")
     seen: set[ObjectRef] = set()
+    manifests = []
     for index, manifest in enumerate(entries):
         at = f"{where}[{index}]"
         try:
@@ -557,8 +607,18 @@ def _manifests(
             check_manifest(manifest)
         except ManifestError as error:
             raise ScenarioError(f"{named}: {error}") from None
+        manifests.append(_in_namespace(manifest, ref.namespace))
     known.update(seen)
-    return tuple(entries)
+    return tuple(manifests)
+
+
+def _in_namespace(manifest: Mapping[str, Any], namespace: str | None) -> Mapping[str, Any]:
+    """``manifest`` with ``metadata.namespace`` set (a copy) when its kind is namespaced
+    and it has none: the simulator looks objects up by namespace and name."""
+    metadata = manifest["metadata"]
+    if namespace is None or metadata.get("namespace") == namespace:
+        return manifest
+    return {**manifest, "metadata": {**metadata, "namespace": namespace}}
 
 
 # --- steps -----------------------------------------------------------------------
@@ -956,16 +1016,22 @@ def _unique(names: Sequence[str], where: str, what: str) -> None:
         seen.add(name)
 
 
-def _count(value: Any, where: str, minimum: int = 0) -> int:
+def _count(value: Any, where: str, minimum: int = 0, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         wanted = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         raise ScenarioError(f"{where}: expected {wanted}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ScenarioError(f"{where}: must be at most {maximum}, got {value!r}")
     return value
 
 
-def _price(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ScenarioError(f"{where}: expected a non-negative number (USD per hour)")
+def _price(value: Any, where: str, maximum: float = math.inf) -> float:
+    # The comparisons refuse nan and inf; exact for integers of any size.
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not 0 <= value < math.inf:
+        raise ScenarioError(f"{where}: expected a finite number >= 0 (USD per hour), got {value!r}")
+    if value > maximum:
+        raise ScenarioError(f"{where}: must be at most {maximum:g} (USD per hour), got {value!r}")
     return float(value)
 
 
@@ -979,9 +1045,28 @@ def _quantity(value: Any, where: str) -> str:
     return str(value)
 
 
-def _quantities(value: Any, where: str) -> dict[str, str]:
+def _amount(value: Any, where: str, maximum: str, positive: bool = False) -> str:
+    """A quantity of a catalogue entry, more than 0 (``positive``) or at least 0, and
+    at most ``maximum``."""
+    text = _quantity(value, where)
+    amount = parse_quantity(text)
+    if amount < 0 or (positive and amount == 0):
+        bound = "more than 0" if positive else "at least 0"
+        raise ScenarioError(f"{where}: must be {bound}, got {text!r}")
+    if amount > parse_quantity(maximum):
+        raise ScenarioError(f"{where}: must be at most {maximum}, got {text!r}")
+    return text
+
+
+def _amounts(value: Any, where: str, capacity: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Extended resources, or (with the type's ``capacity``) overhead, which may not
+    exceed the capacity of its resource."""
     entries = _mapping(value if value is not None else {}, where)
-    return {str(k): _quantity(v, f"{where}.{k}") for k, v in entries.items()}
+    maxima = capacity or {}
+    return {
+        str(k): _amount(v, f"{where}.{k}", maxima.get(str(k), MAX_EXTENDED_RESOURCE))
+        for k, v in entries.items()
+    }
 
 
 def _capacity_type(value: Any, where: str) -> str:

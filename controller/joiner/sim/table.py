@@ -3,7 +3,8 @@
 For every step: what happened during it (events: launches, registrations, disruptions,
 evictions), then where things stand when it completes (each node with its type, zone,
 capacity type, price, pods and how full it is; the cost per hour; each pending pod and
-why it cannot be placed; failed expectations). Then the NodeClaims' lives and totals.
+why it cannot be placed; whether expectations held and settle steps settled). Then the
+NodeClaims' lives, failed expectations and settle steps that did not settle.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def render_table(result: SimulationResult) -> str:
         lines += _snapshot(step.snapshot, previous)
         if step.action == "expect":
             lines += _expect_outcome(step.failures)
+        if step.action == "settle":
+            lines += _settle_outcome(step.unsettled)
         previous_time, previous = step.time, step.snapshot
     after = [e for e in events if e.time > previous_time]
     if after:
@@ -47,7 +50,7 @@ def render_table(result: SimulationResult) -> str:
         lines += ["", final_title, *_snapshot(result.final, None)]
     lines += ["", "NodeClaims"]
     lines += _nodeclaims(result.nodeclaims)
-    lines += ["", *_expectations(result)]
+    lines += ["", *_expectations(result), *_unsettled(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -164,6 +167,12 @@ def _expect_outcome(failures: Sequence[str]) -> list[str]:
     return ["  Expectations FAILED:", *(f"    {failure}" for failure in failures)]
 
 
+def _settle_outcome(unsettled: str | None) -> list[str]:
+    if unsettled is None:
+        return ["  Settled."]
+    return ["  NOT SETTLED:", f"    {unsettled}"]
+
+
 def _nodeclaims(records: Sequence[NodeClaimRecord]) -> list[str]:
     if not records:
         return ["  (none)"]
@@ -194,6 +203,16 @@ def _expectations(result: SimulationResult) -> list[str]:
     if not failures:
         return [f"Expectations: all {checked} expect steps held."]
     return [f"Expectations: {len(failures)} failed:", *(f"  {f}" for f in failures)]
+
+
+def _unsettled(result: SimulationResult) -> list[str]:
+    unsettled = result.unsettled
+    if not unsettled:
+        return []
+    return [
+        f"Settle: {_plural(len(unsettled), 'step')} did not settle:",
+        *(f"  {u}" for u in unsettled),
+    ]
 
 
 def _optional_time(seconds: float | None) -> str:

@@ -8,22 +8,21 @@ queue. Either way, ``pump()`` delivers what has arrived and returns how much.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from joiner.kube.api import Gone, KubeAPI
-
-log = logging.getLogger(__name__)
+from joiner.background import BackgroundLoop, FailureHook
+from joiner.backoff import Retrier
+from joiner.kube.api import KubeAPI, ObjectList, WatchEvent
+from joiner.kube.reflector import RELIST_BACKOFF, list_and_watch
 
 # (kind, event type, object)
 Handler = Callable[[str, str, dict[str, Any]], None]
 Listed = Callable[[str], None]
 
 WATCH_TIMEOUT = 300.0
-RETRY_DELAY = 1.0
 
 
 class DrainFeed:
@@ -50,24 +49,42 @@ class DrainFeed:
 
 
 class ThreadedFeed:
+    """One background loop per kind runs list_and_watch; its lists and events reach the
+    controller's thread through a queue. A loop that fails (the API server is down, an
+    answer is malformed) backs off and starts over with a list; the list is diffed with
+    what the loop knew, so objects deleted meanwhile get their DELETED event."""
+
     def __init__(
-        self, kube: KubeAPI, kinds: Sequence[str], handler: Handler, listed: Listed
+        self,
+        kube: KubeAPI,
+        kinds: Sequence[str],
+        handler: Handler,
+        listed: Listed,
+        on_failure: FailureHook | None = None,
     ) -> None:
-        self._kube, self._kinds = kube, list(kinds)
+        self._kube = kube
         self._handler, self._listed = handler, listed
         self._events: queue.Queue[tuple[str, str, dict[str, Any]] | tuple[str, None, None]] = (
             queue.Queue()
         )
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.loops = [self._loop(kind, on_failure) for kind in kinds]
+
+    def _loop(self, kind: str, on_failure: FailureHook | None) -> BackgroundLoop:
+        # One backoff per kind, shared by its re-lists, re-watches and failures.
+        retrier = Retrier(RELIST_BACKOFF)
+        known: dict[str, dict[str, Any]] = {}  # what the consumer was told, across restarts
+        return BackgroundLoop(
+            f"watch-{kind}",
+            lambda: self._follow(kind, known, retrier),
+            self._stop,
+            retrier=retrier,
+            on_failure=on_failure,
+        )
 
     def start(self) -> None:
-        for kind in self._kinds:
-            thread = threading.Thread(
-                target=self._run, args=(kind,), name=f"watch-{kind}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        for loop in self.loops:
+            loop.start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -97,22 +114,17 @@ class ThreadedFeed:
         else:
             self._handler(kind, type_, obj)
 
-    def _run(self, kind: str) -> None:
-        known: dict[str, dict[str, Any]] = {}
-        while not self._stop.is_set():
-            try:
-                resource_version = self._relist(kind, known)
-                self._watch(kind, known, resource_version)
-            except Gone:
-                continue  # history compacted: list again
-            except Exception as err:  # API errors and transport failures alike: never die
-                if self._stop.is_set():
-                    return  # stopped while the call was failing: nothing to report
-                log.warning("watch %s failed: %s", kind, err)
-                self._stop.wait(RETRY_DELAY)
+    def _follow(self, kind: str, known: dict[str, dict[str, Any]], retrier: Retrier) -> None:
+        stream = list_and_watch(
+            self._kube, kind, watch_timeout_seconds=WATCH_TIMEOUT, stop=self._stop, retrier=retrier
+        )
+        for item in stream:
+            if isinstance(item, ObjectList):
+                self._relisted(kind, known, item)
+            else:
+                self._watched(kind, known, item)
 
-    def _relist(self, kind: str, known: dict[str, dict[str, Any]]) -> str:
-        listing = self._kube.list(kind)
+    def _relisted(self, kind: str, known: dict[str, dict[str, Any]], listing: ObjectList) -> None:
         current = {_key(o): o for o in listing.items}
         for key, obj in known.items():
             if key not in current:
@@ -122,30 +134,13 @@ class ThreadedFeed:
         known.clear()
         known.update(current)
         self._events.put((kind, None, None))
-        return listing.resource_version
 
-    def _watch(self, kind: str, known: dict[str, dict[str, Any]], resource_version: str) -> None:
-        while not self._stop.is_set():
-            watch = self._kube.watch(
-                kind,
-                resource_version=resource_version,
-                timeout_seconds=WATCH_TIMEOUT,
-                allow_bookmarks=True,
-            )
-            for event in watch:
-                resource_version = event.object.get("metadata", {}).get(
-                    "resourceVersion", resource_version
-                )
-                if event.type == "BOOKMARK":
-                    continue
-                if event.type == "DELETED":
-                    known.pop(_key(event.object), None)
-                else:
-                    known[_key(event.object)] = event.object
-                self._events.put((kind, event.type, event.object))
-                if self._stop.is_set():
-                    watch.stop()
-                    return
+    def _watched(self, kind: str, known: dict[str, dict[str, Any]], event: WatchEvent) -> None:
+        if event.type == "DELETED":
+            known.pop(_key(event.object), None)
+        else:
+            known[_key(event.object)] = event.object
+        self._events.put((kind, event.type, event.object))
 
 
 def _key(obj: dict[str, Any]) -> str:

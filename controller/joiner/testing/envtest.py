@@ -9,7 +9,11 @@ controller-runtime's envtest).
     token = plane.service_account_token("joiner", "joiner")   # RBAC as that account
     plane.stop()
 
-RBAC is on. Every process listens on free ports of 127.0.0.1 and dies with the process
+RBAC is on. With ``audit=True`` the apiserver also writes an audit log, one JSON event per
+finished request (who, verb, resource, response code), read back with ``audit_events()``:
+the tests prove with it what a service account did and that RBAC refused it nothing.
+
+Every process listens on free ports of 127.0.0.1 and dies with the process
 that started it (PR_SET_PDEATHSIG), so a killed test run leaves nothing behind.
 Credentials: a CA and serving certificate made here, an admin client certificate in
 ``system:masters``, and a key pair that signs service-account tokens.
@@ -29,6 +33,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,13 +49,33 @@ from joiner.kube.resources import Registry, ResourceKind, default_registry
 from joiner.testing.assets import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 
 READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
+# Seconds a process gets to exit on SIGTERM before SIGKILL. A plane keeps nothing worth a
+# graceful shutdown, and kube-apiserver waits for every open watch to end, which a client
+# thread blocked reading one (a stopped watch feed of the tests) never does.
+STOP_TIMEOUT = 2.0
 SERVICE_CIDR = "10.0.0.0/24"
 # Admission as on a cluster, minus ServiceAccount: the tests create pods without the
 # service-account token controller, and that plugin would refuse them.
 DISABLED_ADMISSION = ("ServiceAccount",)
 # Written by the OpenShift build's controller manager into every namespace; not upstream's.
 CONTROLLERS = "*,-service-ca-certificate-publisher-controller"
+# Server-side apply as `pulumi up` does it (the Kubernetes provider applies server-side),
+# nothing stored, an unknown or duplicate field an error; force: the dry run takes fields
+# another manager owns instead of reporting a conflict.
+DRY_RUN_APPLY = {
+    "dryRun": "All",
+    "fieldValidation": "Strict",
+    "fieldManager": "joiner-dry-run",
+    "force": "true",
+}
+# Every request once it is answered, without bodies: who did what to which resource, and
+# the response code. (RequestReceived would log each request a second time, unanswered.)
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata"}],
+}
 
 
 # Kinds the tests set a cluster up with, beyond what the controller uses.
@@ -103,6 +128,7 @@ class ControlPlane:
     assets: Path
     workdir: Path
     port: int = 0
+    audit: bool = False  # write the audit log that ``audit_events()`` reads
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _credentials: _Credentials | None = field(default=None, repr=False)
 
@@ -248,6 +274,61 @@ class ControlPlane:
             kube.close()
         return str(answer["status"]["token"])
 
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log so far (``audit.k8s.io/v1`` Events, oldest first). The apiserver
+        writes an event just after it answers: a caller that needs the event of a request
+        it made a moment ago polls."""
+        if not self.audit:
+            raise ControlPlaneError("the audit log is off: start the plane with audit=True")
+        if not self.audit_log.exists():
+            return []
+        lines = self.audit_log.read_text().splitlines()
+        # The last line may be half written while the apiserver is busy.
+        return [json.loads(line) for line in lines if line.endswith("}")]
+
+    def install_crds(self, crds: Iterable[dict[str, Any]]) -> None:
+        """Create the CustomResourceDefinitions that do not exist yet and wait until the
+        server serves each of them (condition Established)."""
+        kube = self.admin_kube()
+        try:
+            names = []
+            for crd in crds:
+                _ensure(kube, crd)
+                names.append(crd["metadata"]["name"])
+            deadline = time.monotonic() + READY_TIMEOUT
+            while not all(_established(kube, name) for name in names):
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"CRDs not established: {', '.join(names)}")
+                time.sleep(0.05)
+        finally:
+            kube.close()
+
+    def dry_run(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` applied server-side as a dry run (created or updated, nothing stored),
+        every field checked (``fieldValidation=Strict``): what the server would store, or
+        the ApiError that names the field it refuses. ``obj``'s kind must be one the
+        admin's registry knows (``setup_registry``)."""
+        kube = self.admin_kube()
+        try:
+            kind = kube.registry.lookup(obj["kind"], obj["apiVersion"])
+            metadata = obj["metadata"]
+            path = kind.object_path(metadata["name"], metadata.get("namespace"))
+            return dict(
+                kube._request(  # server-side apply with dry run: the port has no such call
+                    "PATCH",
+                    path,
+                    params=DRY_RUN_APPLY,
+                    body=obj,
+                    content_type="application/apply-patch+yaml",
+                )
+            )
+        finally:
+            kube.close()
+
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -261,7 +342,7 @@ class ControlPlane:
         return self._credentials
 
     def _start_etcd(self) -> str:
-        client, peer = _free_port(), _free_port()
+        client, peer = free_port(), free_port()
         data = self.workdir / "etcd"
         self._spawn(
             "etcd",
@@ -280,7 +361,7 @@ class ControlPlane:
 
     def _start_apiserver(self, etcd_url: str) -> None:
         creds = self._creds
-        self.port = self.port or _free_port()
+        self.port = self.port or free_port()
         self._spawn(
             "kube-apiserver",
             f"--etcd-servers={etcd_url}",
@@ -298,10 +379,23 @@ class ControlPlane:
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             f"--disable-admission-plugins={','.join(DISABLED_ADMISSION)}",
+            *self._audit_flags(),
         )
         context = ssl.create_default_context(cafile=str(creds.ca_cert))
         context.load_cert_chain(str(creds.admin_cert), str(creds.admin_key))
         self._wait_ready("kube-apiserver", lambda: _http_ok(f"{self.url}/readyz", context=context))
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.json"
+        policy.write_text(json.dumps(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",  # each event is written by the request it records
+        ]
 
     def _write_admin_kubeconfig(self) -> None:
         self.write_kubeconfig(self.admin_kubeconfig)
@@ -339,7 +433,14 @@ def _ensure(kube: HttpKube, obj: dict[str, Any]) -> None:
         kube.create(obj)
 
 
-def _free_port() -> int:
+def _established(kube: HttpKube, name: str) -> bool:
+    crd = kube.get("CustomResourceDefinition", name)
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

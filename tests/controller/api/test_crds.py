@@ -37,7 +37,12 @@ def test_three_cluster_scoped_crds_with_karpenter_names() -> None:
         assert crd["spec"]["scope"] == "Cluster"
         (version,) = crd["spec"]["versions"]
         assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
-        assert version["subresources"] == {"status": {}}
+        assert version["subresources"]["status"] == {}
+    # as upstream's: the scale subresource makes the server check replicas as an int32
+    assert crds["nodepools.karpenter.sh"]["spec"]["versions"][0]["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.nodes",
+    }
     assert crds["ec2nodeclasses.karpenter.k8s.aws"]["spec"]["names"] == {
         "kind": "EC2NodeClass",
         "listKind": "EC2NodeClassList",
@@ -74,43 +79,62 @@ def test_nodepool_schema_carries_bounds_defaults_and_cel() -> None:
         "type": "integer",
         "minimum": 1,
         "maximum": 100,
+        "format": "int32",
     }
     disruption = spec["properties"]["disruption"]
     assert disruption["default"] == {"consolidateAfter": "0s"}
+    assert "default" not in disruption["properties"]["consolidateAfter"]
     budgets = disruption["properties"]["budgets"]
     assert (budgets["maxItems"], budgets["default"]) == (50, [{"nodes": "10%"}])
-    assert budgets["items"]["x-kubernetes-validations"] == [
+    assert budgets["x-kubernetes-validations"] == [
         {
-            "rule": "has(self.schedule) == has(self.duration)",
+            "rule": "self.all(x, has(x.schedule) == has(x.duration))",
             "message": "'schedule' must be set with 'duration'",
         }
     ]
-    requirement = spec["properties"]["template"]["properties"]["spec"]["properties"][
+    assert budgets["items"]["properties"]["reasons"]["x-kubernetes-list-type"] == "set"
+    requirements = spec["properties"]["template"]["properties"]["spec"]["properties"][
         "requirements"
-    ]["items"]
-    assert requirement["properties"]["operator"]["enum"] == [
+    ]
+    assert "minItems" not in requirements
+    assert requirements["items"]["properties"]["operator"]["enum"] == [
         "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte",
     ]  # fmt: skip
-    assert requirement["x-kubernetes-validations"][0] == {
-        "rule": "self.operator != 'In' || (has(self.values) && size(self.values) > 0)",
+    assert requirements["x-kubernetes-validations"][0] == {
+        "rule": "self.all(x, x.operator != 'In' || x.values.size() != 0)",
         "message": "requirements with operator 'In' must have a value defined",
-        "fieldPath": ".values",
     }
     limits = spec["properties"]["limits"]["additionalProperties"]
     assert limits["x-kubernetes-int-or-string"] is True
     assert limits["anyOf"] == [{"type": "integer"}, {"type": "string"}]
 
 
-def test_python_only_rules_are_not_rendered() -> None:
+def test_joiner_advice_is_not_rendered() -> None:
     budget = _schema("nodepools.karpenter.sh")["properties"]["spec"]["properties"]["disruption"][
         "properties"
     ]["budgets"]["items"]
     assert "x-kubernetes-validations" not in budget["properties"]["schedule"]
+    template = _schema("nodepools.karpenter.sh")["properties"]["spec"]["properties"]["template"]
+    assert "x-kubernetes-validations" not in template["properties"]["spec"]
 
 
-def test_ec2nodeclass_schema_defaults_and_transition_rule() -> None:
+def test_kubelet_is_free_form_as_upstreams() -> None:
     spec = _schema("ec2nodeclasses.karpenter.k8s.aws")["properties"]["spec"]
-    assert spec["required"] == ["subnetSelectorTerms", "securityGroupSelectorTerms"]
+    assert spec["properties"]["kubelet"] == {
+        "description": "Kubelet configuration of the nodes.",
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": True},
+    }
+
+
+def test_ec2nodeclass_schema_defaults_and_rules() -> None:
+    spec = _schema("ec2nodeclasses.karpenter.k8s.aws")["properties"]["spec"]
+    assert spec["required"] == [
+        "amiSelectorTerms",
+        "securityGroupSelectorTerms",
+        "subnetSelectorTerms",
+    ]
     assert spec["properties"]["metadataOptions"]["default"] == {
         "httpEndpoint": "enabled",
         "httpProtocolIPv6": "disabled",
@@ -121,8 +145,7 @@ def test_ec2nodeclass_schema_defaults_and_transition_rule() -> None:
     assert rules["must specify exactly one of ['role', 'instanceProfile']"] == (
         "has(self.role) != has(self.instanceProfile)"
     )
-    transition = [r for r in rules.values() if "oldSelf" in r]
-    assert transition == ["has(oldSelf.role) == has(self.role)"]
+    assert not [r for r in rules.values() if "oldSelf" in r]  # upstream has none here
 
 
 def test_nodeclaim_spec_is_immutable_in_the_crd() -> None:

@@ -42,6 +42,7 @@ MINIMAL_EC2NODECLASS = {
     "metadata": {"name": "default"},
     "spec": {
         "role": "NodeRole",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
         "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
         "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
     },

@@ -8,6 +8,7 @@ from typing import Any
 from api_samples import good_manifests
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from joiner.api.compatibility import FieldWarning, readable_kubelet, validation_warnings
 from joiner.api.validation import FieldError, apply_defaults, validate_object, validate_update
 
 SCALARS = st.one_of(
@@ -62,5 +63,9 @@ def test_any_replaced_field_gives_field_errors_not_exceptions(
     mutated = _replace(manifest, path, value)
     errors = validate_object(mutated)
     assert all(isinstance(error, FieldError) and error.message for error in errors)
+    warnings = validation_warnings(mutated)
+    assert all(isinstance(warning, FieldWarning) and warning.message for warning in warnings)
+    spec = mutated.get("spec") if isinstance(mutated, dict) else None
+    readable_kubelet(spec.get("kubelet") if isinstance(spec, dict) else spec)
     apply_defaults(mutated)
     validate_update(apply_defaults(manifest), mutated)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from console_runs import console_script, run_joiner
 from joiner.cli import main
+from joiner.testing.hostile import anchor_bomb, nested_lists
 
 MANIFESTS = Path(__file__).parents[1] / "api" / "manifests"
 GOOD = MANIFESTS / "nodepool-default.yaml"
@@ -32,6 +33,27 @@ spec:
       requirements:
         - {key: karpenter.sh/nodepool, operator: In, values: [x]}
 """
+
+
+# Accepted by the API server (with upstream's CRDs too); Joiner warns twice.
+WARNED_NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: warned}
+spec:
+  limits: {cpu: "-4"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+      expireAfter: 99999999999999999h
+"""
+WARNINGS = [
+    "NodePool/warned: warning: spec.limits: negative limit cpu=-4; Joiner treats it as 0 "
+    "(the pool launches nothing more of it) [negative-limit]",
+    "NodePool/warned: warning: spec.template.spec.expireAfter: '99999999999999999h': longer "
+    "than Kubernetes can represent (about 292 years); treated as Never [duration-range]",
+]
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
@@ -67,6 +89,43 @@ def test_errors_name_file_object_and_field_and_exit_2(
     ]
 
 
+def test_warnings_name_field_and_reason_and_keep_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text(WARNED_NODEPOOL)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert (code, lines) == (0, [f"{path}: {line}" for line in WARNINGS])
+
+
+def test_strict_counts_warnings_as_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warned, good = tmp_path / "warned.yaml", tmp_path / "good.yaml"
+    warned.write_text(WARNED_NODEPOOL)
+    good.write_text(GOOD.read_text())
+    assert _run(["validate", "--strict", str(good)], capsys) == (
+        0,
+        [f"{good}: NodePool/default: OK"],
+    )
+    code, lines = _run(["validate", "--strict", str(good), str(warned)], capsys)
+    assert code == 2
+    assert lines == [f"{good}: NodePool/default: OK"] + [f"{warned}: {w}" for w in WARNINGS]
+
+
+def test_errors_and_warnings_of_one_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a field with an error gets no warning; the others still do
+    path = tmp_path / "pool.yaml"
+    path.write_text(WARNED_NODEPOOL.replace("spec:\n  limits", "spec:\n  weight: 0\n  limits"))
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines == [f"{path}: NodePool/warned: spec.weight: must be >= 1, got 0"] + [
+        f"{path}: {line}" for line in WARNINGS
+    ]
+
+
 def test_other_kinds_alone_are_skipped_and_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -90,6 +149,14 @@ def test_other_kinds_alone_are_skipped_and_valid(
         ("just text\n", "document 1: expected an object (a mapping), got string"),
         ("kind: NodePool\nmetadata: {name: a}\n", "NodePool/a: apiVersion: is required"),
         ("apiVersion: karpenter.sh/v1\nmetadata: {name: a}\n", "document 1: kind: is required"),
+        (
+            "apiVersion: karpenter.sh/v1\nkind: 5\nmetadata: {name: a}\n",
+            "document 1: kind: must be a string, got integer 5",
+        ),
+        (
+            "apiVersion: {group: karpenter.sh}\nkind: NodePool\nmetadata: {name: a}\n",
+            "NodePool/a: apiVersion: must be a string, got object",
+        ),
         (
             "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\n",
             "NodePool/a: apiVersion: NodePool is served as karpenter.sh/v1, "
@@ -140,7 +207,7 @@ def test_stdin_and_list_documents(
     # `kubectl get nodepools -o yaml` prints a List
     items = [yaml.safe_load(GOOD.read_text()), yaml.safe_load(BAD_NODEPOOL)]
     listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
-    monkeypatch.setattr(sys, "stdin", io.StringIO(listing))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(listing.encode())))
     code, lines = _run(["validate", "-"], capsys)
     assert code == 2
     assert lines[:2] == [
@@ -155,17 +222,18 @@ def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["validate", str(path)], capsys) == (0, [f"{path}: no objects"])
 
 
-def _console_script() -> str:
-    found = shutil.which("joiner") or str(Path(sys.executable).parent / "joiner")
-    assert Path(found).exists()
-    return found
-
-
 def test_console_script_exit_codes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(BAD_NODEPOOL)
+    warned = tmp_path / "warned.yaml"
+    warned.write_text(WARNED_NODEPOOL)
+    for strict, code in ((False, 0), (True, 2)):
+        argv = [console_script(), "validate", *(["--strict"] if strict else []), str(warned)]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert (run.returncode, run.stderr) == (code, "")
+        assert run.stdout.splitlines() == [f"{warned}: {line}" for line in WARNINGS]
     ok = subprocess.run(
-        [_console_script(), "validate", str(GOOD)], capture_output=True, text=True, timeout=60
+        [console_script(), "validate", str(GOOD)], capture_output=True, text=True, timeout=60
     )
     assert (ok.returncode, ok.stdout, ok.stderr) == (
         0,
@@ -173,10 +241,65 @@ def test_console_script_exit_codes(tmp_path: Path) -> None:
         "",
     )
     failed = subprocess.run(
-        [_console_script(), "validate", str(bad)], capture_output=True, text=True, timeout=60
+        [console_script(), "validate", str(bad)], capture_output=True, text=True, timeout=60
     )
     assert failed.returncode == 2
     assert failed.stderr == ""
     assert (
         failed.stdout.splitlines()[0] == f"{bad}: NodePool/broken: spec.weight: must be >= 1, got 0"
+    )
+
+
+# --- hostile input: one line, exit 2, bounded memory and time (see console_runs) ----------
+
+HOSTILE_HEAD = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: hostile}\nspec:\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        (
+            "  weight: " + "9" * 5000 + "\n",
+            "an integer of 5000 digits, more than the 64 allowed (line 5, column 11)",
+        ),
+        (
+            f"  template: {nested_lists(5000)}\n",
+            "nested more than 100 levels deep (line 5, column 111)",
+        ),
+        (
+            f"  template:\n    metadata:\n      annotations: {{bomb: {anchor_bomb()}}}\n",
+            "more than 500,000 values, counting each alias as a copy of its anchor "
+            "(line 7, column 328)",
+        ),
+        (
+            "  weight: 5\n  limits: {cpu: 10}\n  weight: 0\n",
+            "duplicate key 'weight', first at line 5 (line 7, column 3)",
+        ),
+    ],
+    ids=["long-integer", "deep-nesting", "anchor-bomb", "duplicate-key"],
+)
+def test_hostile_yaml_gets_one_line_naming_where(body: str, line: str, tmp_path: Path) -> None:
+    path = tmp_path / "hostile.yaml"
+    path.write_text(HOSTILE_HEAD + body)
+    result = run_joiner("validate", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        f"{path}: document 1: {line}\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "label"),
+    [(("/dev/zero",), None, "/dev/zero"), (("-",), Path("/dev/zero"), "<stdin>")],
+    ids=["file", "stdin"],
+)
+def test_endless_input_is_refused_at_the_size_cap(
+    args: tuple[str, ...], stdin: Path | None, label: str
+) -> None:
+    result = run_joiner("validate", *args, stdin=stdin)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        f"{label}: cannot read: larger than 4 MiB, the limit on input size\n",
+        "",
     )

@@ -156,7 +156,7 @@ def test_pod_without_containers_is_invalid(env):
 
 def test_crd_schema_errors_name_the_field(env):
     bad = nodepool("default")
-    bad["spec"]["template"]["spec"]["requirements"] = []
+    bad["spec"]["template"]["spec"]["requirements"] = [{"key": "example.com/a", "operator": "In"}]
     with pytest.raises(Invalid) as error:
         env.api.create(bad)
     assert [c.field for c in error.value.causes] == ["spec.template.spec.requirements"]

@@ -13,12 +13,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from joiner.kube.api import ObjectList, ServiceUnavailable, TooManyRequests, WatchEvent
+from joiner.kube.api import (
+    ObjectList,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unreachable,
+    WatchEvent,
+)
 from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy, TokenBucket
 from joiner.kube.reflector import list_and_watch
 from joiner.kube.server import KubeHTTPServer
+from joiner.yamlio import MAX_INPUT_BYTES
 from kube_helpers import pod
 
 # ---------------------------------------------------------------- configuration
@@ -80,6 +86,27 @@ def test_kubeconfig_errors_name_the_field(tmp_path: Path):
         ClusterConfig.from_kubeconfig_dict(document)
     with pytest.raises(ConfigError, match="cannot read kubeconfig"):
         ClusterConfig.from_kubeconfig(str(tmp_path / "absent"))
+
+
+def test_a_kubeconfig_is_read_safely(tmp_path: Path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("current-context: a\ncurrent-context: b\n")
+    with pytest.raises(ConfigError) as caught:
+        ClusterConfig.from_kubeconfig(str(path))
+    assert str(caught.value) == (
+        f"cannot read kubeconfig {path}: duplicate key 'current-context', first at line 1 "
+        "(line 2, column 1)"
+    )
+    path.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError) as caught:
+        ClusterConfig.from_kubeconfig(str(path))
+    assert str(caught.value) == f"cannot read kubeconfig {path}: not a mapping"
+    path.write_text("# padding\n" * (MAX_INPUT_BYTES // 10 + 1))
+    with pytest.raises(ConfigError) as caught:
+        ClusterConfig.from_kubeconfig(str(path))
+    assert str(caught.value) == (
+        f"cannot read kubeconfig {path}: larger than 4 MiB, the limit on input size"
+    )
 
 
 def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -276,6 +303,6 @@ def test_https_with_cluster_ca(tls_server):
     assert len(insecure.list("Namespace")) == 4
     insecure.close()
     untrusted = HttpKube(ClusterConfig(server=url), retry=RetryPolicy(max_retries=0))
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(Unreachable, match=r"^list /api/v1/namespaces: ConnectError: .*CERTIFICATE"):
         untrusted.list("Namespace")
     untrusted.close()

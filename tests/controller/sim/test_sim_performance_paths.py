@@ -55,7 +55,10 @@ def _scenario_text() -> str:
     ]
     pool = spec["objects"][1]["spec"]
     pool["template"]["spec"]["requirements"][0]["values"] = ["on-demand"]
-    pool["disruption"] = {"consolidationPolicy": "WhenEmptyOrUnderutilized"}
+    pool["disruption"] = {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "0s",
+    }
     spec["objects"][2]["metadata"]["namespace"] = "default"
     app = {"kind": "Deployment", "name": "app", "namespace": "default"}
     spec["steps"] = [

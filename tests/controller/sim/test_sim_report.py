@@ -47,7 +47,7 @@ def test_page_has_summary_failures_steps_nodeclaims_and_events(tmp_path: Path, s
     assert "<li>spec.steps[2]: nodes.total: expected 3, got 2</li>" in page
     rows = re.findall(r"<tr>(.*?)</tr>", page)
     cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
-    assert ["1", "wait", "settle", "0:01:05", "2", "1", "3", "0", "$0.1640/h", ""] in cells
+    assert ["1", "wait", "settle", "0:01:05", "2", "1", "3", "0", "$0.1640/h", "settled"] in cells
     assert ["2", "", "expect", "0:01:05", "2", "1", "3", "0", "$0.1640/h", "failed"] in cells
     assert [
         "default-x7k2p",

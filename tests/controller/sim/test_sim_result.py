@@ -55,7 +55,7 @@ EXPECTED = {
     "scenario": "sample",
     "steps": [
         {"index": 0, "action": "scale", "time": 0.0, "snapshot": SCALED},
-        {"index": 1, "action": "settle", "time": 65.0, "snapshot": SETTLED},
+        {"index": 1, "action": "settle", "time": 65.0, "settled": True, "snapshot": SETTLED},
         {"index": 2, "action": "expect", "time": 65.0, "snapshot": SETTLED},
     ],
     "final": SETTLED,
@@ -117,6 +117,11 @@ def test_json_keeps_the_documented_field_order(sample_result):
         "events",
         "totals",
     ]
+    assert [list(step) for step in document["steps"]] == [
+        ["index", "action", "time", "snapshot"],
+        ["index", "action", "time", "settled", "snapshot"],
+        ["index", "action", "time", "snapshot"],
+    ]
     assert list(document["final"]) == ["time", "costPerHour", "nodes", "pendingPods"]
     assert list(document["final"]["nodes"][0]) == list(STATIC_JSON)
     assert list(document["nodeclaims"][0]) == list(EXPECTED["nodeclaims"][0])
@@ -135,7 +140,18 @@ def test_times_are_floats_even_when_given_as_integers(sample_result):
 def test_failures_are_for_humans_not_in_the_json(sample_result):
     assert sample_result.failures == ["spec.steps[2]: nodes.total: expected 3, got 2"]
     steps = json.loads(sample_result.to_json())["steps"]
-    assert [list(step) for step in steps] == [["index", "action", "time", "snapshot"]] * 3
+    assert list(steps[2]) == ["index", "action", "time", "snapshot"]
+
+
+def test_a_settle_step_that_did_not_settle_says_so(sample_result):
+    message = "spec.steps[1] (wait): settle: did not settle within 1m5s: pending pods: 4"
+    sample_result.steps[1].unsettled = message
+
+    steps = json.loads(sample_result.to_json())["steps"]
+
+    assert steps[1]["settled"] is False
+    assert message not in sample_result.to_json()  # the words are for people
+    assert sample_result.unsettled == [message]
 
 
 def test_resource_view_units():

@@ -26,6 +26,7 @@ from joiner.sim.scenario import (
     SettleStep,
     load_scenario,
 )
+from joiner.yamlio import MAX_INPUT_BYTES
 from sim_builders import to_text
 
 
@@ -34,6 +35,9 @@ def quantity_error(text: str) -> str:
     with pytest.raises(QuantityError) as caught:
         parse_quantity(text)
     return str(caught.value)
+
+
+NOT_A_PRICE = "expected a finite number >= 0 (USD per hour), got"
 
 
 def load(document: dict[str, Any]):
@@ -147,7 +151,8 @@ def test_every_step_kind(scenario_doc):
     ]
     steps = load(scenario_doc).steps
 
-    assert steps[0] == ApplyStep(index=0, manifests=(new_deployment,))
+    in_default = dict(new_deployment, metadata={"name": "other", "namespace": "default"})
+    assert steps[0] == ApplyStep(index=0, manifests=(in_default,))
     assert steps[1] == ScaleStep(
         index=1, target=ObjectRef("Deployment", "default", "other"), replicas=0
     )
@@ -209,13 +214,15 @@ def test_unreadable_file(tmp_path: Path):
     missing = tmp_path / "missing.yaml"
     with pytest.raises(ScenarioError) as caught:
         load_scenario(missing)
-    assert str(caught.value) == f"{missing}: cannot read the scenario: No such file or directory"
+    assert str(caught.value) == "cannot read the scenario: No such file or directory"
 
 
 def test_invalid_yaml_names_line_and_column():
     with pytest.raises(ScenarioError) as caught:
         load_scenario("apiVersion: joiner.sim/v1\nkind: [Scenario\n")
-    assert str(caught.value).startswith("invalid YAML at line 3, column 1: ")
+    assert str(caught.value) == (
+        "not valid YAML: expected ',' or ']', but got '<stream end>' (line 3, column 1)"
+    )
 
 
 def test_exit_code_for_bad_input_is_2():
@@ -253,7 +260,7 @@ def test_top_level_errors(scenario_doc, field, value, message):
 def test_empty_document():
     with pytest.raises(ScenarioError) as caught:
         load_scenario("# nothing here\n")
-    assert str(caught.value) == "scenario: empty (expected a Scenario document)"
+    assert str(caught.value) == "empty (expected a Scenario document)"
 
 
 def test_objects_may_be_empty(scenario_doc):
@@ -311,6 +318,41 @@ def test_aws_rejects_instance_types(scenario_doc):
     )
 
 
+def aws_cloud(scenario_doc: dict[str, Any], **fields: Any) -> None:
+    cloud = scenario_doc["spec"]["cloud"]
+    del cloud["instanceTypes"]
+    cloud.update({"provider": "aws", **fields})
+
+
+def test_enforce_iam_is_read_for_aws(scenario_doc):
+    assert load(scenario_doc).cloud.enforce_iam is False
+    aws_cloud(scenario_doc, enforceIAM=True)
+    assert load(scenario_doc).cloud.enforce_iam is True
+
+
+@pytest.mark.parametrize(
+    ("provider", "value", "message"),
+    [
+        ("aws", "yes", "spec.cloud.enforceIAM: must be true or false"),
+        ("fake", True, "spec.cloud.enforceIAM: only used with provider aws"),
+    ],
+)
+def test_enforce_iam_errors(scenario_doc, provider, value, message):
+    if provider == "aws":
+        aws_cloud(scenario_doc)
+    scenario_doc["spec"]["cloud"]["enforceIAM"] = value
+    assert error_of(scenario_doc) == message
+
+
+def test_enforce_iam_does_not_take_interruptions(scenario_doc):
+    aws_cloud(scenario_doc, enforceIAM=True)
+    set_step(scenario_doc, 0, {"interrupt": {"node": "system-1", "kind": "rebalance"}})
+    assert error_of(scenario_doc) == (
+        "spec.steps[0].interrupt: not with spec.cloud.enforceIAM (the simulated interruption "
+        "queue and its events are not principals of the account)"
+    )
+
+
 def test_fake_rejects_a_price_table(scenario_doc):
     scenario_doc["spec"]["cloud"]["prices"] = "prices.json"
     assert error_of(scenario_doc) == (
@@ -343,8 +385,43 @@ def test_price_table_errors(tmp_path: Path, scenario_doc):
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
     assert str(caught.value) == (
-        f"spec.cloud.prices: '{prices}' prices.m5.large: expected a non-negative number "
-        "(USD per hour)"
+        f"spec.cloud.prices: '{prices}' prices.m5.large: expected a finite number >= 0 "
+        "(USD per hour), got 'cheap'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"prices": {"m5.large": NaN}}', f"prices.m5.large: {NOT_A_PRICE} nan"),
+        ('{"prices": {"m5.large": Infinity}}', f"prices.m5.large: {NOT_A_PRICE} inf"),
+        ('{"prices": {"m5.large": 1e400}}', f"prices.m5.large: {NOT_A_PRICE} inf"),
+        ('{"prices": {"a": 1, "a": 2}}', "is not valid JSON: duplicate key 'a'"),
+        ("[" * 100_000 + "]" * 100_000, "is nested too deeply"),
+    ],
+    ids=["nan", "infinity", "overflow", "duplicate-key", "deep"],
+)
+def test_price_table_values_and_shape(tmp_path: Path, scenario_doc, content, problem):
+    cloud = scenario_doc["spec"]["cloud"]
+    del cloud["instanceTypes"]
+    cloud.update({"provider": "aws", "prices": "prices.json"})
+    (tmp_path / "prices.json").write_text(content)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(to_text(scenario_doc))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"spec.cloud.prices: '{tmp_path / 'prices.json'}' {problem}"
+
+
+def test_a_price_table_over_the_size_cap_is_refused(tmp_path: Path, scenario_doc):
+    # (that reading stops at the cap, even of /dev/zero, is tests/controller/test_yamlio.py's)
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"prices": {}}' + " " * MAX_INPUT_BYTES)
+    cloud = scenario_doc["spec"]["cloud"]
+    del cloud["instanceTypes"]
+    cloud.update({"provider": "aws", "prices": str(prices)})
+    assert error_of(scenario_doc) == (
+        f"spec.cloud.prices: cannot read '{prices}': larger than 4 MiB, the limit on input size"
     )
 
 
@@ -409,9 +486,66 @@ def test_offering_errors(scenario_doc):
     )
     offerings[1].update(zone="zone-b", price=-1)
     assert error_of(scenario_doc) == (
-        "spec.cloud.instanceTypes[0].offerings[1].price: expected a non-negative number "
-        "(USD per hour)"
+        "spec.cloud.instanceTypes[0].offerings[1].price: expected a finite number >= 0 "
+        "(USD per hour), got -1"
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"cpu": "-4"}, "cpu: must be more than 0, got '-4'"),
+        ({"cpu": 0}, "cpu: must be more than 0, got '0'"),
+        ({"cpu": "1e9"}, "cpu: must be at most 10000, got '1e9'"),
+        ({"memory": "0Gi"}, "memory: must be more than 0, got '0Gi'"),
+        ({"memory": "1Ei"}, "memory: must be at most 64Ti, got '1Ei'"),
+        ({"pods": 10**9}, "pods: must be at most 10000, got 1000000000"),
+        (
+            {"resources": {"example.com/x": "-1"}},
+            "resources.example.com/x: must be at least 0, got '-1'",
+        ),
+        (
+            {"resources": {"example.com/x": "1E"}},
+            "resources.example.com/x: must be at most 64Ti, got '1E'",
+        ),
+        ({"overhead": {"cpu": "-100m"}}, "overhead.cpu: must be at least 0, got '-100m'"),
+        ({"overhead": {"cpu": "3"}}, "overhead.cpu: must be at most 2, got '3'"),
+    ],
+)
+def test_catalogue_amounts_must_be_sane(scenario_doc, change, message):
+    # the base type has cpu 2, memory 4Gi
+    scenario_doc["spec"]["cloud"]["instanceTypes"][0].update(change)
+    assert error_of(scenario_doc) == f"spec.cloud.instanceTypes[0].{message}"
+
+
+@pytest.mark.parametrize(
+    ("price", "shown"),
+    [
+        (float("inf"), "inf"),
+        (float("nan"), "nan"),
+        (-0.5, "-0.5"),
+        ("0.1", "'0.1'"),
+        (True, "True"),
+    ],
+)
+def test_offering_prices_must_be_finite_and_not_negative(scenario_doc, price, shown):
+    scenario_doc["spec"]["cloud"]["instanceTypes"][0]["offerings"][0]["price"] = price
+    assert error_of(scenario_doc) == (
+        f"spec.cloud.instanceTypes[0].offerings[0].price: {NOT_A_PRICE} {shown}"
+    )
+
+
+def test_offering_prices_have_a_ceiling(scenario_doc):
+    scenario_doc["spec"]["cloud"]["instanceTypes"][0]["offerings"][0]["price"] = 10**40
+    assert error_of(scenario_doc) == (
+        "spec.cloud.instanceTypes[0].offerings[0].price: must be at most 10000 (USD per hour), "
+        f"got {10**40}"
+    )
+
+
+def test_a_cost_limit_must_be_finite(scenario_doc):
+    set_step(scenario_doc, 0, {"expect": {"costPerHourAtMost": float("inf")}})
+    assert error_of(scenario_doc) == f"spec.steps[0].expect.costPerHourAtMost: {NOT_A_PRICE} inf"
 
 
 def test_duplicate_instance_type(scenario_doc):
@@ -800,7 +934,8 @@ def test_capacity_errors(scenario_doc, capacity, message):
         ),
         (
             {"costPerHourAtMost": "1$"},
-            "spec.steps[0].expect.costPerHourAtMost: expected a non-negative number (USD per hour)",
+            "spec.steps[0].expect.costPerHourAtMost: expected a finite number >= 0 "
+            "(USD per hour), got '1$'",
         ),
     ],
 )

@@ -90,3 +90,14 @@ def test_format_time():
         "0:01:01.2",
         "27:00:05",
     ]
+
+
+def test_a_settle_step_that_did_not_settle_is_flagged_and_summed_up(sample_result):
+    message = "spec.steps[1] (wait): settle: did not settle within 1m5s: pending pods: 4"
+    sample_result.steps[1].unsettled = message
+
+    lines = render_table(sample_result).splitlines()
+
+    step_2 = lines.index("Step 2: expect, done at 0:01:05")
+    assert lines[step_2 - 3 : step_2] == ["  NOT SETTLED:", f"    {message}", ""]
+    assert lines[-2:] == ["Settle: 1 step did not settle:", f"  {message}"]

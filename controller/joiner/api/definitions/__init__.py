@@ -15,7 +15,6 @@ from joiner.api import ec2nodeclass as ec2
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import nodepool as np
-from joiner.api.definitions.common import RESTRICTED_KEY_CHECKS
 from joiner.api.definitions.ec2nodeclass import ec2nodeclass_spec, ec2nodeclass_status
 from joiner.api.definitions.nodepool import (
     nodeclaim_spec,
@@ -23,7 +22,7 @@ from joiner.api.definitions.nodepool import (
     nodepool_spec,
     nodepool_status,
 )
-from joiner.api.schema import Rule, Schema, free_object, obj, string
+from joiner.api.schema import Schema, free_object, obj, string
 
 __all__ = [
     "EC2NODECLASS",
@@ -31,17 +30,14 @@ __all__ = [
     "KINDS",
     "NODECLAIM",
     "NODEPOOL",
-    "RESTRICTED_KEY_CHECKS",
     "Kind",
+    "Scale",
 ]
 
 
-def _has_name(obj_: dict[str, Any]) -> bool:
-    meta = obj_.get("metadata")
-    return isinstance(meta, dict) and bool(meta.get("name") or meta.get("generateName"))
-
-
 def root(spec: Schema, status: Schema) -> Schema:
+    """``metadata`` is ObjectMeta, which the API server checks itself
+    (``joiner.api.objectmeta`` does the same for Joiner)."""
     return obj(
         properties={
             "apiVersion": string(),
@@ -51,14 +47,15 @@ def root(spec: Schema, status: Schema) -> Schema:
             "status": status,
         },
         required=("spec",),
-        rules=(
-            Rule(
-                "is required (or metadata.generateName)",
-                _has_name,
-                field_path="metadata.name",
-            ),
-        ),
     )
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The scale subresource: ``kubectl scale`` sets ``spec`` (an int32 on the server)."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
 
 
 @dataclass(frozen=True)
@@ -71,6 +68,7 @@ class Kind:
     short_names: tuple[str, ...]
     schema: Schema
     printer_columns: tuple[dict[str, Any], ...]
+    scale: Scale | None = None
 
     @property
     def api_version(self) -> str:
@@ -102,6 +100,8 @@ NODEPOOL = Kind(
         _column("CPU", ".status.resources.cpu", priority=1),
         _column("Memory", ".status.resources.memory", priority=1),
     ),
+    # as upstream's NodePool (static pools), so the API server checks replicas the same way
+    scale=Scale(".spec.replicas", ".status.nodes"),
 )
 
 NODECLAIM = Kind(

@@ -1,198 +1,82 @@
-"""EC2NodeClass schema (karpenter.k8s.aws/v1) [SPEC 1]."""
+"""EC2NodeClass schema (karpenter.k8s.aws/v1) [SPEC 1].
+
+The checks the API server makes follow upstream's CRD to the letter, quirks included
+(selector ids are matched anywhere in the text; a term mixing ``id`` with other fields is
+refused only when every term does; ``kubelet`` is free-form), so that Joiner's CRD and
+``joiner validate`` accept what Karpenter's accepts. Joiner's advice covers the rest."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from joiner.api import ec2nodeclass as ec2
 from joiner.api import labels as wk
-from joiner.api.definitions.common import cel_list, conditions, requirement
+from joiner.api.definitions.common import cel_list, conditions, not_empty
+from joiner.api.definitions.kubelet import kubelet
+from joiner.api.definitions.selectors import (
+    ALIAS_FAMILIES,
+    alias_head,
+    ami_terms,
+    capacity_reservation_terms,
+    cel_has_any,
+    has_any,
+    security_group_terms,
+    subnet_terms,
+)
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.schema import (
-    QUANTITY_HINT,
-    QUANTITY_PATTERN,
+    Advice,
     Rule,
     Schema,
+    any_object,
     array,
     boolean,
     integer,
     map_of,
     obj,
     string,
+    unsupported,
 )
 
-EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
-RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
-EVICTION_THRESHOLD = (
-    r"^(([0-9]{1,2}(\.[0-9]{1,2})?|100(\.0{1,2})?)%|"
-    + QUANTITY_PATTERN.removeprefix("^").removesuffix("$")
-    + ")$"
+# EBS sizes upstream accepts: 1..59000Gi, 1..64000G, up to 58Ti, up to 64T. Its number part
+# of Ti and T may be empty ("Ti"), which Joiner cannot read (a block-device warning).
+VOLUME_SIZE = (
+    r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
+    r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
+    r"|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
 )
-# EBS volumes are 1GiB to 64TiB.
-MIN_VOLUME_BYTES, MAX_VOLUME_BYTES = 2**30, 64 * 2**40
+
+BLOCK_DEVICE = "block-device"
+WINDOWS = "windows"
 
 
-def selector_tags() -> Schema:
-    return map_of(
-        string(),
-        "Tags to match; '*' matches any value.",
-        max_properties=20,
-        rules=(
-            Rule(
-                "empty tag keys or values aren't supported",
-                lambda tags: all(k and v for k, v in tags.items()),
-                cel="self.all(k, k != '' && self[k] != '')",
-            ),
-        ),
-    )
-
-
-def _at_least_one(fields: tuple[str, ...], what: str) -> Rule:
-    return Rule(
-        f"each {what} needs one of {', '.join(fields)}",
-        lambda term: any(f in term for f in fields),
-        cel=" || ".join(f"has(self.{f})" for f in fields),
-    )
-
-
-def _exclusive(field: str, others: tuple[str, ...], what: str) -> Rule:
-    return Rule(
-        f"'{field}' is mutually exclusive, cannot be set with other fields in "
-        f"{'an' if what[0] in 'AEIOU' else 'a'} {what}",
-        lambda term: field not in term or not any(other in term for other in others),
-        cel=f"!has(self.{field}) || !({' || '.join(f'has(self.{o})' for o in others)})",
-    )
-
-
-def subnet_term() -> Schema:
-    return obj(
-        "Subnets to launch into: by tags or by id.",
-        {
-            "tags": selector_tags(),
-            "id": string(pattern=r"^subnet-[0-9a-z]+$", hint="expected a subnet id subnet-..."),
-        },
-        rules=(
-            _at_least_one(("tags", "id"), "subnet selector term"),
-            _exclusive("id", ("tags",), "subnet selector term"),
-        ),
-    )
-
-
-def security_group_term() -> Schema:
-    return obj(
-        "Security groups for the nodes: by tags, id or name.",
-        {
-            "tags": selector_tags(),
-            "id": string(pattern=r"^sg-[0-9a-z]+$", hint="expected a security group id sg-..."),
-            "name": string(),
-        },
-        rules=(
-            _at_least_one(("tags", "id", "name"), "security group selector term"),
-            _exclusive("id", ("tags", "name"), "security group selector term"),
-        ),
-    )
-
-
-_ALIAS_FAMILY_PATTERN = "^(" + "|".join(sorted(ec2.AMI_ALIAS_FAMILIES)) + ")@"
-
-
-_AMI_TERM_FIELDS = ("alias", "tags", "id", "name", "owner", "ssmParameter")
-
-
-def _others(field: str) -> tuple[str, ...]:
-    return tuple(f for f in _AMI_TERM_FIELDS if f != field)
-
-
-def ami_term() -> Schema:
-    what = "AMI selector term"
-    return obj(
-        "AMIs for the nodes: an alias (al2023@latest), or by tags, id, name, owner, ssmParameter.",
-        {
-            "alias": string(
-                "family@version, e.g. al2023@latest or bottlerocket@v1.20.3.",
-                max_length=30,
-                pattern=r"^[a-zA-Z0-9]+@.+$",
-                hint="expected family@version like al2023@latest",
-                rules=(
-                    Rule(
-                        "alias family must be one of " + ", ".join(sorted(ec2.AMI_ALIAS_FAMILIES)),
-                        # an alias without '@' is reported by the pattern alone
-                        lambda alias: (
-                            "@" not in alias or re.match(_ALIAS_FAMILY_PATTERN, alias) is not None
-                        ),
-                        cel=f"!self.contains('@') || self.matches('{_ALIAS_FAMILY_PATTERN}')",
-                    ),
-                    Rule(
-                        "windows families only support version 'latest'",
-                        lambda alias: not alias.startswith("windows") or alias.endswith("@latest"),
-                        cel="!self.startsWith('windows') || self.endsWith('@latest')",
-                    ),
-                ),
-            ),
-            "tags": selector_tags(),
-            "id": string(pattern=r"^ami-[0-9a-z]+$", hint="expected an AMI id ami-..."),
-            "name": string(),
-            "owner": string("An account id, or amazon, self, ..."),
-            "ssmParameter": string("An SSM parameter holding an AMI id."),
-        },
-        rules=(
-            _at_least_one(("alias", "tags", "id", "name", "ssmParameter"), what),
-            _exclusive("alias", _others("alias"), what),
-            _exclusive("id", _others("id"), what),
-        ),
-    )
-
-
-def _alias_of(spec: dict[str, Any]) -> str | None:
-    return next((t["alias"] for t in spec.get("amiSelectorTerms") or [] if "alias" in t), None)
-
-
-def _family_matches_alias(spec: dict[str, Any]) -> bool:
-    alias = _alias_of(spec)
-    if alias is None or "amiFamily" not in spec:
+def _family_fits(spec: dict[str, Any]) -> bool:
+    """amiFamily, when set and not Custom, is the family of every alias whose family is
+    known (an unknown one is refused by the alias rules)."""
+    family = spec.get("amiFamily")
+    if family is None or family == "Custom":
         return True
-    return ec2.AMI_ALIAS_FAMILIES.get(alias.split("@", 1)[0]) == spec["amiFamily"]
+    for term in spec["amiSelectorTerms"]:
+        head = alias_head(term["alias"]) if "alias" in term else None
+        if head in ec2.AMI_ALIAS_FAMILIES and ec2.AMI_ALIAS_FAMILIES[head] != family:
+            return False
+    return True
 
 
-def _family_matches_alias_cel() -> str:
+def _family_fits_cel() -> str:
     pairs = " || ".join(
-        f"(self.amiFamily == '{family}' && x.alias.startsWith('{prefix}@'))"
-        for prefix, family in sorted(ec2.AMI_ALIAS_FAMILIES.items())
+        f"(h == '{alias}' && self.amiFamily == '{family}')"
+        for alias, family in sorted(ec2.AMI_ALIAS_FAMILIES.items())
     )
     return (
-        "!has(self.amiFamily) || !has(self.amiSelectorTerms)"
-        f" || self.amiSelectorTerms.all(x, !has(x.alias) || {pairs})"
+        "!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(x, "
+        f"!has(x.alias) || [x.alias.find('^[^@]+')].all(h, !(h in {cel_list(ALIAS_FAMILIES)})"
+        f" || {pairs}))"
     )
 
 
-def _ami_family_rules() -> tuple[Rule, ...]:
-    return (
-        Rule(
-            "amiFamily is required when amiSelectorTerms has no alias term",
-            lambda s: "amiFamily" in s or not s.get("amiSelectorTerms") or _alias_of(s) is not None,
-            cel="has(self.amiFamily) || !has(self.amiSelectorTerms)"
-            " || self.amiSelectorTerms.exists(x, has(x.alias))",
-            field_path=".amiFamily",
-        ),
-        Rule(
-            "amiFamily must match the family of the alias (or be omitted)",
-            _family_matches_alias,
-            cel=_family_matches_alias_cel(),
-            field_path=".amiFamily",
-        ),
-    )
-
-
-def _role_rules() -> tuple[Rule, ...]:
+def _spec_rules() -> tuple[Rule, ...]:
     return (
         Rule(
             "must specify exactly one of ['role', 'instanceProfile']",
@@ -200,12 +84,34 @@ def _role_rules() -> tuple[Rule, ...]:
             cel="has(self.role) != has(self.instanceProfile)",
         ),
         Rule(
-            "changing between 'role' and 'instanceProfile' is not supported; "
-            "delete and recreate the EC2NodeClass",
-            lambda old, new: ("role" in old) == ("role" in new),
-            cel="has(oldSelf.role) == has(self.role)",
-            transition=True,
+            "if set, amiFamily must be the family of the alias, or Custom",
+            _family_fits,
+            cel=_family_fits_cel(),
         ),
+        Rule(
+            "must specify amiFamily if amiSelectorTerms does not contain an alias",
+            lambda s: "amiFamily" in s or any("alias" in t for t in s["amiSelectorTerms"]),
+            cel="has(self.amiFamily) || self.amiSelectorTerms.exists(x, has(x.alias))",
+        ),
+    )
+
+
+def _windows_advice() -> Advice:
+    def windows(spec: dict[str, Any]) -> bool:
+        family = spec.get("amiFamily") or next(
+            (
+                ec2.AMI_ALIAS_FAMILIES.get(alias_head(t["alias"]), "")
+                for t in spec.get("amiSelectorTerms") or []
+                if "alias" in t
+            ),
+            "",
+        )
+        return family.startswith("Windows")
+
+    return Advice(
+        WINDOWS,
+        "Joiner does not launch Windows nodes; this EC2NodeClass never becomes Ready",
+        lambda spec: not windows(spec),
     )
 
 
@@ -214,7 +120,7 @@ def _forbidden_tag_rules() -> tuple[Rule, ...]:
     rules = [
         Rule(
             "empty tag keys aren't supported",
-            lambda tags: all(tags),
+            lambda tags: all(k != "" for k in tags),
             cel="self.all(k, k != '')",
         ),
         Rule(
@@ -234,107 +140,15 @@ def _forbidden_tag_rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def _signal_map(description: str, values: Schema, name: str) -> Schema:
-    return map_of(
-        values,
-        description,
-        rules=(
-            Rule(
-                f"valid keys for {name} are {list(EVICTION_SIGNALS)}",
-                lambda m: all(k in EVICTION_SIGNALS for k in m),
-                cel=f"self.all(k, k in {cel_list(EVICTION_SIGNALS)})",
-            ),
-        ),
-    )
+# -- block devices ----------------------------------------------------------------------------
 
 
-def _reserved_map(name: str) -> Schema:
-    return map_of(
-        string(pattern=QUANTITY_PATTERN, hint=QUANTITY_HINT),
-        f"Resources reserved for {name.removesuffix('Reserved')} daemons.",
-        rules=(
-            Rule(
-                f"valid keys for {name} are {list(RESERVED_RESOURCES)}",
-                lambda m: all(k in RESERVED_RESOURCES for k in m),
-                cel=f"self.all(k, k in {cel_list(RESERVED_RESOURCES)})",
-            ),
-            Rule(
-                f"{name} values cannot be negative quantities",
-                lambda m: not any(str(v).startswith("-") for v in m.values()),
-                cel="self.all(k, !self[k].startsWith('-'))",
-            ),
-        ),
-    )
-
-
-def _kubelet_rules() -> tuple[Rule, ...]:
-    def keys(spec: dict[str, Any], name: str) -> set[str]:
-        return set(spec.get(name) or {})
-
-    return (
-        Rule(
-            "every evictionSoft signal needs a matching evictionSoftGracePeriod",
-            lambda k: keys(k, "evictionSoft") <= keys(k, "evictionSoftGracePeriod"),
-            cel="!has(self.evictionSoft) || self.evictionSoft.all(e, "
-            "has(self.evictionSoftGracePeriod) && e in self.evictionSoftGracePeriod)",
-            field_path=".evictionSoftGracePeriod",
-        ),
-        Rule(
-            "every evictionSoftGracePeriod signal needs a matching evictionSoft",
-            lambda k: keys(k, "evictionSoftGracePeriod") <= keys(k, "evictionSoft"),
-            cel="!has(self.evictionSoftGracePeriod) || self.evictionSoftGracePeriod.all(e, "
-            "has(self.evictionSoft) && e in self.evictionSoft)",
-            field_path=".evictionSoft",
-        ),
-        Rule(
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-            lambda k: (
-                "imageGCHighThresholdPercent" not in k
-                or "imageGCLowThresholdPercent" not in k
-                or k["imageGCHighThresholdPercent"] > k["imageGCLowThresholdPercent"]
-            ),
-            cel="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent)"
-            " || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",
-            field_path=".imageGCHighThresholdPercent",
-        ),
-    )
-
-
-def kubelet() -> Schema:
-    threshold = string(pattern=EVICTION_THRESHOLD, hint="expected a percentage or a quantity")
-    grace = string(pattern=r"^([0-9]+(\.[0-9]+)?(s|m|h))+$", hint="expected a duration like 1m30s")
-    return obj(
-        "Kubelet configuration of the nodes.",
-        {
-            "clusterDNS": array(string(), "DNS server addresses for pods."),
-            "maxPods": integer("Most pods a node may run.", minimum=0),
-            "podsPerCore": integer("Most pods per CPU core.", minimum=0),
-            "systemReserved": _reserved_map("systemReserved"),
-            "kubeReserved": _reserved_map("kubeReserved"),
-            "evictionHard": _signal_map("Hard eviction thresholds.", threshold, "evictionHard"),
-            "evictionSoft": _signal_map("Soft eviction thresholds.", threshold, "evictionSoft"),
-            "evictionSoftGracePeriod": _signal_map(
-                "How long a soft threshold must hold before eviction.",
-                grace,
-                "evictionSoftGracePeriod",
-            ),
-            "evictionMaxPodGracePeriod": integer(
-                "Longest pod grace period (seconds) for soft evictions."
-            ),
-            "imageGCHighThresholdPercent": integer(minimum=0, maximum=100),
-            "imageGCLowThresholdPercent": integer(minimum=0, maximum=100),
-            "cpuCFSQuota": boolean("Enforce CPU limits with CFS quota."),
-        },
-        rules=_kubelet_rules(),
-    )
-
-
-def _volume_size_in_range(size: str) -> bool:
+def _readable_size(size: str) -> bool:
     try:
-        value = parse_quantity(size).value
+        parse_quantity(size)
     except QuantityError:
-        return True  # the pattern check reports it
-    return MIN_VOLUME_BYTES <= value <= MAX_VOLUME_BYTES
+        return False
+    return True
 
 
 def ebs() -> Schema:
@@ -342,18 +156,33 @@ def ebs() -> Schema:
         "The EBS volume.",
         {
             "volumeSize": string(
-                "Size, e.g. 20Gi.",
-                pattern=QUANTITY_PATTERN,
-                hint=QUANTITY_HINT,
-                rules=(Rule("volumeSize must be between 1Gi and 64Ti", _volume_size_in_range),),
+                "Size, e.g. 20Gi (1Gi..59000Gi, 1G..64000G, 1Ti..58Ti or 1T..64T).",
+                pattern=VOLUME_SIZE,
+                hint="expected a size like 20Gi, 100G or 2Ti within EBS's range",
+                advice=(
+                    Advice(
+                        BLOCK_DEVICE,
+                        "volumeSize has no number; Joiner leaves the size to EC2 (the "
+                        "snapshot's or the AMI's)",
+                        _readable_size,
+                    ),
+                ),
             ),
             "volumeType": string(enum=VOLUME_TYPES),
-            "iops": integer(minimum=0),
-            "throughput": integer(minimum=0),
+            "iops": integer(format="int64", advice=(_not_negative("iops"),)),
+            "throughput": integer(format="int64", advice=(_not_negative("throughput"),)),
             "encrypted": boolean(),
             "deleteOnTermination": boolean(),
             "kmsKeyID": string(),
             "snapshotID": string(),
+            "volumeInitializationRate": unsupported(
+                integer(
+                    "Initialization rate (MiB/s) of a volume from a snapshot.",
+                    minimum=100,
+                    maximum=300,
+                    format="int32",
+                )
+            ),
         },
         rules=(
             Rule(
@@ -361,7 +190,21 @@ def ebs() -> Schema:
                 lambda e: "snapshotID" in e or "volumeSize" in e,
                 cel="has(self.snapshotID) || has(self.volumeSize)",
             ),
+            Rule(
+                "snapshotID must be set when volumeInitializationRate is set",
+                lambda e: "volumeInitializationRate" not in e or e["snapshotID"] != "",
+                cel="!has(self.volumeInitializationRate)"
+                " || (has(self.snapshotID) && self.snapshotID != '')",
+            ),
         ),
+    )
+
+
+def _not_negative(field: str) -> Advice:
+    return Advice(
+        BLOCK_DEVICE,
+        f"{field} is negative: EC2 refuses it, so launches with this class fail",
+        lambda value: value >= 0,
     )
 
 
@@ -370,11 +213,17 @@ def block_device_mappings() -> Schema:
         obj(
             "A volume attached at launch.",
             {
-                "deviceName": string("e.g. /dev/xvda", min_length=1),
+                "deviceName": string("e.g. /dev/xvda"),
                 "ebs": ebs(),
                 "rootVolume": boolean("This is the root volume."),
             },
-            required=("deviceName",),
+            advice=(
+                Advice(
+                    BLOCK_DEVICE,
+                    "a mapping without deviceName: Joiner leaves it out of the launch template",
+                    lambda mapping: "deviceName" in mapping,
+                ),
+            ),
         ),
         "Volumes of the nodes (a default root volume when omitted).",
         max_items=50,
@@ -382,7 +231,7 @@ def block_device_mappings() -> Schema:
             Rule(
                 "must have only one blockDeviceMappings with rootVolume",
                 lambda mappings: sum(1 for m in mappings if m.get("rootVolume") is True) <= 1,
-                cel="size(self.filter(x, has(x.rootVolume) && x.rootVolume)) <= 1",
+                cel="self.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",
             ),
         ),
     )
@@ -398,7 +247,7 @@ def metadata_options() -> Schema:
                 enum=("enabled", "disabled"), default=defaults["httpProtocolIPv6"]
             ),
             "httpPutResponseHopLimit": integer(
-                minimum=1, maximum=64, default=defaults["httpPutResponseHopLimit"]
+                minimum=1, maximum=64, default=defaults["httpPutResponseHopLimit"], format="int64"
             ),
             "httpTokens": string(enum=("required", "optional"), default=defaults["httpTokens"]),
         },
@@ -406,38 +255,158 @@ def metadata_options() -> Schema:
     )
 
 
+# -- fields upstream defines and Joiner does not implement -----------------------------------
+
+
+def _connection_tracking() -> Schema:
+    fields = ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")
+    return unsupported(
+        obj(
+            "Connection tracking timeouts of the network interfaces (seconds).",
+            {
+                "tcpEstablishedTimeout": integer(minimum=60, maximum=432000, format="int32"),
+                "udpStreamTimeout": integer(minimum=60, maximum=180, format="int32"),
+                "udpTimeout": integer(minimum=30, maximum=60, format="int32"),
+            },
+            rules=(
+                Rule(
+                    "at least one of " + ", ".join(fields) + " must be set",
+                    lambda tracking: has_any(tracking, fields),
+                    cel=cel_has_any(fields, "self"),
+                ),
+            ),
+        )
+    )
+
+
+def _same_slot(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["networkCardIndex"], a["deviceIndex"]) == (b["networkCardIndex"], b["deviceIndex"])
+
+
+def _interfaces_well_formed(interfaces: list[dict[str, Any]]) -> bool:
+    def efa_on_card(x: dict[str, Any]) -> int:
+        return sum(
+            1
+            for y in interfaces
+            if y["networkCardIndex"] == x["networkCardIndex"] and y["interfaceType"] == "efa-only"
+        )
+
+    return all(
+        sum(1 for y in interfaces if _same_slot(x, y)) == 1
+        and (x["interfaceType"] != "efa-only" or efa_on_card(x) == 1)
+        for x in interfaces
+    )
+
+
+def _network_interfaces() -> Schema:
+    return unsupported(
+        array(
+            obj(
+                "A network interface of the instances.",
+                {
+                    "deviceIndex": integer(minimum=0, format="int32"),
+                    "interfaceType": string(enum=("interface", "efa-only")),
+                    "networkCardIndex": integer(minimum=0, format="int32"),
+                },
+                required=("deviceIndex", "interfaceType", "networkCardIndex"),
+            ),
+            "Network interfaces of the instances.",
+            max_items=150,
+            rules=(
+                Rule(
+                    "networkInterfaces must include a primary interface with "
+                    "interfaceType='interface'",
+                    lambda interfaces: (
+                        len(interfaces) == 0
+                        or any(
+                            (x["deviceIndex"], x["networkCardIndex"], x["interfaceType"])
+                            == (0, 0, "interface")
+                            for x in interfaces
+                        )
+                    ),
+                    cel="self.size() == 0 || self.exists(x, x.deviceIndex == 0"
+                    " && x.networkCardIndex == 0 && x.interfaceType == 'interface')",
+                ),
+                Rule(
+                    "networkInterfaces must not repeat a networkCardIndex and deviceIndex "
+                    "pair, and can have at most one efa-only interface per network card",
+                    _interfaces_well_formed,
+                    cel="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex"
+                    " && x.deviceIndex == y.deviceIndex).size() == 1"
+                    " && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex"
+                    " == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",
+                ),
+            ),
+        )
+    )
+
+
+def _placement_group() -> Schema:
+    return unsupported(
+        obj(
+            "The placement group to launch into.",
+            {
+                "id": string(pattern=r"^pg-[0-9a-z]+$", hint="expected pg-..."),
+                "name": string(min_length=1),
+            },
+            rules=(
+                Rule(
+                    "placementGroupSelector needs one of name, id",
+                    lambda selector: has_any(selector, ("name", "id")),
+                    cel="has(self.name) || has(self.id)",
+                ),
+                Rule(
+                    "'name' and 'id' are mutually exclusive",
+                    lambda selector: not ("name" in selector and "id" in selector),
+                    cel="!(has(self.name) && has(self.id))",
+                ),
+            ),
+        )
+    )
+
+
 def ec2nodeclass_spec() -> Schema:
     return obj(
         "How Joiner launches nodes on EC2.",
         {
-            "subnetSelectorTerms": array(subnet_term(), min_items=1, max_items=30),
-            "securityGroupSelectorTerms": array(security_group_term(), min_items=1, max_items=30),
-            "amiSelectorTerms": array(
-                ami_term(),
-                min_items=1,
-                max_items=30,
-                rules=(
-                    Rule(
-                        "'alias' must be the only amiSelectorTerm",
-                        lambda terms: len(terms) == 1 or not any("alias" in t for t in terms),
-                        cel="size(self) == 1 || !self.exists(x, has(x.alias))",
-                    ),
-                ),
-            ),
+            "subnetSelectorTerms": subnet_terms(),
+            "securityGroupSelectorTerms": security_group_terms(),
+            "amiSelectorTerms": ami_terms(),
             "amiFamily": string("Bootstrap format of the AMIs.", enum=ec2.AMI_FAMILIES),
-            "role": string("IAM role for the nodes' instance profile.", max_length=64),
-            "instanceProfile": string("An existing instance profile.", max_length=128),
+            "role": string(
+                "IAM role for the nodes' instance profile.",
+                rules=(not_empty("role cannot be empty"),),
+            ),
+            "instanceProfile": string(
+                "An existing instance profile.",
+                rules=(not_empty("instanceProfile cannot be empty"),),
+            ),
             "tags": map_of(string(), "Tags on launched resources.", rules=_forbidden_tag_rules()),
             "userData": string("User data merged with Joiner's bootstrap."),
-            "kubelet": kubelet(),
+            "kubelet": any_object(kubelet()),
             "blockDeviceMappings": block_device_mappings(),
             "metadataOptions": metadata_options(),
             "associatePublicIPAddress": boolean(),
             "detailedMonitoring": boolean(),
             "instanceStorePolicy": string(enum=("RAID0",)),
+            "capacityReservationSelectorTerms": capacity_reservation_terms(),
+            "connectionTracking": _connection_tracking(),
+            "context": unsupported(string("An EC2 Fleet context.")),
+            "cpuOptions": unsupported(
+                obj(
+                    "CPU options of the instances.",
+                    {"nestedVirtualization": string(enum=("enabled", "disabled"))},
+                )
+            ),
+            "ipPrefixCount": unsupported(
+                integer("IPv4 prefixes per network interface.", minimum=0, format="int32")
+            ),
+            "networkInterfaces": _network_interfaces(),
+            "placementGroupSelector": _placement_group(),
         },
-        required=("subnetSelectorTerms", "securityGroupSelectorTerms"),
-        rules=_ami_family_rules() + _role_rules(),
+        required=("amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"),
+        rules=_spec_rules(),
+        advice=(_windows_advice(),),
     )
 
 
@@ -460,9 +429,34 @@ def ec2nodeclass_status() -> Schema:
                         "id": string(),
                         "name": string(),
                         "deprecated": boolean(),
-                        "requirements": array(requirement(restrict_keys=False)),
+                        "requirements": array(
+                            obj(
+                                properties={
+                                    "key": string(),
+                                    "operator": string(),
+                                    "values": array(string()),
+                                },
+                                required=("key", "operator"),
+                            )
+                        ),
                     },
                     required=("id", "requirements"),
+                )
+            ),
+            "capacityReservations": array(
+                obj(
+                    "A capacity reservation (upstream's; Joiner writes none).",
+                    {
+                        "availabilityZone": string(),
+                        "endTime": string(format="date-time"),
+                        "id": string(),
+                        "instanceMatchCriteria": string(),
+                        "instanceType": string(),
+                        "interruptible": boolean(),
+                        "ownerID": string(),
+                        "reservationType": string(),
+                        "state": string(),
+                    },
                 )
             ),
             "instanceProfile": string(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from croniter import croniter
+from collections.abc import Callable
 
 from joiner.api import nodepool as np
 from joiner.api.definitions.common import (
@@ -10,12 +10,17 @@ from joiner.api.definitions.common import (
     NO_DUPLICATE_TAINTS,
     conditions,
     duration_string,
+    label_key_advice,
     map_key_rules,
     node_class_ref,
-    requirement,
+    requirements,
+    restricted_key_checks,
     taint,
 )
+from joiner.api.duration import DURATION_BEYOND_RANGE, beyond_range
+from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.schema import (
+    Advice,
     Rule,
     Schema,
     array,
@@ -25,17 +30,43 @@ from joiner.api.schema import (
     obj,
     quantity,
     string,
+    unsupported,
 )
 
 BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 BUDGET_DURATION = r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$"
-CRON_MACROS = ("annually", "yearly", "monthly", "weekly", "daily", "midnight", "hourly")
-BUDGET_SCHEDULE = r"^(@(" + "|".join(CRON_MACROS) + r")|\S+\s+\S+\s+\S+\s+\S+\s+\S+)$"
-MAX_TAINTS = 50
+_MACROS = "|".join(sorted(m.removeprefix("@") for m in np.CRON_MACROS))
+# As upstream's CRD: a macro prefix, or anything that ends in five space-separated parts.
+BUDGET_SCHEDULE = r"^(@(" + _MACROS + r"))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+
+CRON = "cron"
+DURATION_RANGE = "duration-range"
+NEGATIVE_LIMIT = "negative-limit"
+QUANTITY_RANGE = "quantity-range"
+BALANCED = "balanced"
+_NEVER = "treated as Never"
 
 
-def _is_cron(schedule: str) -> bool:
-    return bool(croniter.is_valid(schedule))
+def _cron_advice() -> Advice:
+    return Advice(
+        CRON,
+        "not a cron schedule Joiner can read",
+        lambda schedule: np.cron_expression(schedule) is not None,
+        lambda schedule: (
+            f"{schedule!r} is not a cron schedule Joiner can read (5 fields like "
+            "'0 9 * * 1-5', or a macro like @daily); the budget then always applies"
+        ),
+    )
+
+
+def duration_advice(outcome: str) -> Advice:
+    """A duration too long for Kubernetes tools to hold."""
+    return Advice(
+        DURATION_RANGE,
+        DURATION_BEYOND_RANGE,
+        lambda text: not beyond_range(text),
+        lambda text: f"{text!r}: {DURATION_BEYOND_RANGE}; {outcome}",
+    )
 
 
 def budget() -> Schema:
@@ -52,33 +83,22 @@ def budget() -> Schema:
                 "When the budget starts being active, as cron in UTC or a macro (@daily).",
                 pattern=BUDGET_SCHEDULE,
                 hint="expected a cron schedule with 5 fields or a macro like @daily",
-                rules=(
-                    Rule(
-                        "invalid cron schedule (expected 5 fields like '0 9 * * 1-5' "
-                        "or a macro like @daily)",
-                        _is_cron,
-                    ),
-                ),
+                advice=(_cron_advice(),),
             ),
             "duration": string(
                 "How long the budget is active after each scheduled start.",
                 pattern=BUDGET_DURATION,
                 hint="expected a duration in hours and minutes like 10h, 30m or 1h30m",
+                advice=(duration_advice("the budget applies from its first start on"),),
             ),
             "reasons": array(
                 string(enum=np.DISRUPTION_REASONS),
                 "The disruption reasons the budget limits (all when omitted).",
-                max_items=len(np.DISRUPTION_REASONS),
+                max_items=50,
+                unique=True,
             ),
         },
         required=("nodes",),
-        rules=(
-            Rule(
-                "'schedule' must be set with 'duration'",
-                lambda b: ("schedule" in b) == ("duration" in b),
-                cel="has(self.schedule) == has(self.duration)",
-            ),
-        ),
     )
 
 
@@ -90,22 +110,42 @@ def disruption() -> Schema:
                 "Which nodes consolidation considers.",
                 enum=np.CONSOLIDATION_POLICIES,
                 default=np.DEFAULT_CONSOLIDATION_POLICY,
+                advice=(
+                    Advice(
+                        BALANCED,
+                        "Balanced is not supported by Joiner; treated as WhenEmptyOrUnderutilized",
+                        lambda policy: policy != np.BALANCED,
+                    ),
+                ),
             ),
             "consolidateAfter": duration_string(
                 "How long a node must be consolidatable before it is; Never disables.",
                 never=True,
-                default=np.DEFAULT_CONSOLIDATE_AFTER,
+                advice=(duration_advice(_NEVER),),
             ),
             "budgets": array(
                 budget(),
                 "Disruption budgets; the most restrictive active one applies.",
                 max_items=50,
                 default=[{"nodes": np.DEFAULT_BUDGET_NODES}],
+                rules=(
+                    Rule(
+                        "'schedule' must be set with 'duration'",
+                        lambda budgets: all(
+                            ("schedule" in b) == ("duration" in b) for b in budgets
+                        ),
+                        cel="self.all(x, has(x.schedule) == has(x.duration))",
+                    ),
+                ),
             ),
         },
         required=("consolidateAfter",),
         default={"consolidateAfter": np.DEFAULT_CONSOLIDATE_AFTER},
     )
+
+
+NODEPOOL_KEYS = restricted_key_checks(nodepool=True)
+NODECLAIM_KEYS = restricted_key_checks(nodepool=False)
 
 
 def template_metadata() -> Schema:
@@ -116,7 +156,8 @@ def template_metadata() -> Schema:
                 string(max_length=63, pattern=LABEL_VALUE, hint="expected a label value"),
                 "Node labels.",
                 max_properties=100,
-                rules=map_key_rules(),
+                rules=map_key_rules(NODEPOOL_KEYS),
+                advice=label_key_advice(NODEPOOL_KEYS, over_map=True),
             ),
             "annotations": map_of(string(), "Node annotations."),
         },
@@ -125,14 +166,10 @@ def template_metadata() -> Schema:
 
 def nodeclaim_spec(for_template: bool) -> Schema:
     """The NodeClaim spec, also the spec of a NodePool's template."""
+    keys = NODEPOOL_KEYS if for_template else NODECLAIM_KEYS
     properties: dict[str, Schema] = {
         "nodeClassRef": node_class_ref(immutable_group_kind=for_template),
-        "requirements": array(
-            requirement(restrict_keys=for_template),
-            "Requirements on node labels (instance type, zone, capacity type, ...).",
-            min_items=1,
-            max_items=100,
-        ),
+        "requirements": requirements(keys, advise=for_template),
     }
     if not for_template:
         properties["resources"] = obj(
@@ -140,36 +177,98 @@ def nodeclaim_spec(for_template: bool) -> Schema:
             {"requests": map_of(quantity(), "Requested resources.")},
         )
     properties |= {
-        # The duplicate-taint rule compares every pair: bounded lists keep its CEL cost
-        # within the API server's budget.
-        "taints": array(taint(), "Taints every node gets.", max_items=MAX_TAINTS),
+        "taints": array(taint(), "Taints every node gets."),
         "startupTaints": array(
             taint(),
             "Taints a node starts with and something else removes; pods need not tolerate them.",
-            max_items=MAX_TAINTS,
         ),
         "expireAfter": duration_string(
             "Node lifetime before it is replaced; Never keeps nodes.",
             never=True,
             default=np.DEFAULT_EXPIRE_AFTER,
+            advice=(duration_advice(_NEVER),),
         ),
         "terminationGracePeriod": duration_string(
-            "Longest time draining may take before the node is terminated.", never=False
+            "Longest time draining may take before the node is terminated.",
+            never=False,
+            advice=(duration_advice("draining is not cut short"),),
         ),
     }
-    rules = (
-        (NO_DUPLICATE_TAINTS,)
-        if for_template
-        else (
-            NO_DUPLICATE_TAINTS,
-            immutable("spec is immutable"),
-        )
-    )
     return obj(
         "What the node must be.",
         properties,
         required=("nodeClassRef", "requirements"),
-        rules=rules,
+        rules=() if for_template else (immutable("spec is immutable"),),
+        advice=(NO_DUPLICATE_TAINTS,),
+    )
+
+
+def _negative(value: int | str) -> bool:
+    try:
+        return parse_quantity(value).value < 0
+    except QuantityError:
+        return False  # the range advice says so
+
+
+def _readable(value: int | str) -> bool:
+    """The pattern lets through exponents beyond what Joiner reads (e+-1000)."""
+    try:
+        parse_quantity(value)
+    except QuantityError:
+        return False
+    return True
+
+
+def _first(limits: dict[str, int | str], bad: Callable[[int | str], bool]) -> str:
+    return next(f"{k}={v}" for k, v in limits.items() if bad(v))
+
+
+def _limit_advice() -> tuple[Advice, ...]:
+    return (
+        Advice(
+            NEGATIVE_LIMIT,
+            "a negative limit",
+            lambda limits: not any(_negative(v) for v in limits.values()),
+            lambda limits: (
+                f"negative limit {_first(limits, _negative)}; Joiner treats it as 0 "
+                "(the pool launches nothing more of it)"
+            ),
+        ),
+        Advice(
+            QUANTITY_RANGE,
+            "a quantity beyond Joiner's range",
+            lambda limits: all(_readable(v) for v in limits.values()),
+            lambda limits: (
+                f"limit {_first(limits, lambda v: not _readable(v))} has an exponent beyond "
+                "what Joiner reads (e+-1000); Joiner ignores this limit"
+            ),
+        ),
+    )
+
+
+def _static_pool_rules() -> tuple[Rule, ...]:
+    """Upstream's rules on static NodePools (``replicas``), which Joiner does not run but
+    validates as the API server does."""
+    return (
+        Rule(
+            "Cannot transition NodePool between static (replicas set) and dynamic "
+            "(replicas unset) provisioning modes",
+            lambda old, new: ("replicas" in old) == ("replicas" in new),
+            cel="has(self.replicas) == has(oldSelf.replicas)",
+            transition=True,
+        ),
+        Rule(
+            "only 'limits.nodes' is supported on static NodePools",
+            lambda spec: (
+                "replicas" not in spec or all(k == "nodes" for k in spec.get("limits", {}))
+            ),
+            cel="!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",
+        ),
+        Rule(
+            "'weight' is not supported on static NodePools",
+            lambda spec: "replicas" not in spec or "weight" not in spec,
+            cel="!has(self.replicas) || !has(self.weight)",
+        ),
     )
 
 
@@ -186,10 +285,17 @@ def nodepool_spec() -> Schema:
             "limits": map_of(
                 quantity(),
                 "Most resources (cpu, memory, nodes, ...) the pool's nodes may sum to.",
+                advice=_limit_advice(),
             ),
-            "weight": integer("Priority among pools; higher first.", minimum=1, maximum=100),
+            "weight": integer(
+                "Priority among pools; higher first.", minimum=1, maximum=100, format="int32"
+            ),
+            "replicas": unsupported(
+                integer("A fixed number of nodes (a static NodePool).", minimum=0, format="int64")
+            ),
         },
         required=("template",),
+        rules=_static_pool_rules(),
     )
 
 

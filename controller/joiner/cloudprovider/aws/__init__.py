@@ -9,7 +9,8 @@ from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.nodeclass import NodeClassResolver
 from joiner.cloudprovider.aws.offerings import UnavailableOfferings
-from joiner.cloudprovider.aws.pricing import PricingProvider, load_price_file
+from joiner.cloudprovider.aws.pricetables import load_price_file
+from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
 
 __all__ = [

@@ -23,6 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
+from joiner.api.compatibility import readable_kubelet
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
@@ -170,7 +171,7 @@ class TypeSettings:
     ) -> TypeSettings:
         return cls(
             region=region,
-            kubelet=nodeclass.kubelet,
+            kubelet=readable_kubelet(nodeclass.kubelet),
             ami_family=nodeclass.resolved_ami_family(),
             block_device_mappings=tuple(nodeclass.effective_block_device_mappings()),
             instance_store_policy=nodeclass.instance_store_policy,
@@ -337,8 +338,17 @@ def ephemeral_storage_bytes(info: Mapping[str, Any], settings: TypeSettings) -> 
     if settings.instance_store_policy == "RAID0" and storage.get("TotalSizeInGB"):
         return int(storage["TotalSizeInGB"]) * 10**9
     volume = root_volume(settings.block_device_mappings, settings.ami_family)
-    size = ((volume or {}).get("ebs") or {}).get("volumeSize")
-    return parse_quantity(size).to_milli() // 1000 if size else None
+    size = volume_size_bytes(((volume or {}).get("ebs") or {}).get("volumeSize"))
+    return int(size) if size is not None else None
+
+
+def volume_size_bytes(size: str | None) -> Fraction | None:
+    """An EBS volumeSize in bytes; None when absent or unreadable (the API server accepts
+    "Ti" without a number): EC2 then sizes the volume from its snapshot or AMI."""
+    try:
+        return parse_quantity(size).value if size else None
+    except QuantityError:
+        return None
 
 
 def root_volume(

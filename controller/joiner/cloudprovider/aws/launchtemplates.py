@@ -23,8 +23,8 @@ from botocore.exceptions import ClientError
 
 from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
-from joiner.api.quantity import parse_quantity
 from joiner.clock import Clock
+from joiner.cloudprovider.aws.instancetypes import volume_size_bytes
 from joiner.cloudprovider.aws.tags import as_tag_list, cluster_tag
 
 log = logging.getLogger(__name__)
@@ -60,15 +60,18 @@ class LaunchTemplate:
 
 
 def block_device_mappings(mappings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """EC2NodeClass blockDeviceMappings in the EC2 form (sizes in whole GiB, rounded up)."""
+    """EC2NodeClass blockDeviceMappings in the EC2 form (sizes in whole GiB, rounded up).
+    EC2 needs a device name: a mapping without one (the API server accepts it) is left out."""
     out = []
     for mapping in mappings:
+        if not mapping.get("deviceName"):
+            continue
         ebs_in = mapping.get("ebs") or {}
         ebs: dict[str, Any] = {
             ec2: ebs_in[ours] for ours, ec2 in _EBS_FIELDS.items() if ours in ebs_in
         }
-        if "volumeSize" in ebs_in:
-            size_bytes = parse_quantity(ebs_in["volumeSize"]).value
+        size_bytes = volume_size_bytes(ebs_in.get("volumeSize"))
+        if size_bytes is not None:
             ebs["VolumeSize"] = math.ceil(size_bytes / 2**30)
         ebs.setdefault("DeleteOnTermination", True)
         out.append({"DeviceName": mapping["deviceName"], "Ebs": ebs})
@@ -144,8 +147,13 @@ class LaunchTemplateProvider:
         self._last_used.pop(name, None)
 
     def owned(self) -> list[dict[str, Any]]:
-        """The cluster's templates, as DescribeLaunchTemplates returns them."""
-        filters = [{"Name": f"tag:{cluster_tag(self._cluster)}", "Values": ["owned"]}]
+        """The cluster's templates, as DescribeLaunchTemplates returns them: owned by the
+        cluster and made for a NodePool, as the controller policy requires to delete one
+        (a template with only the cluster tag is not the controller's to touch)."""
+        filters = [
+            {"Name": f"tag:{cluster_tag(self._cluster)}", "Values": ["owned"]},
+            {"Name": "tag-key", "Values": [wk.NODEPOOL]},
+        ]
         templates: list[dict[str, Any]] = []
         for page in self._ec2.get_paginator("describe_launch_templates").paginate(Filters=filters):
             templates.extend(page["LaunchTemplates"])

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from joiner.api import conditions as cond
 from joiner.api import ec2nodeclass as api
+from joiner.api.compatibility import readable_kubelet
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.aws.amis import AMIResolver
@@ -52,7 +53,7 @@ def validate_nodeclass(nodeclass: EC2NodeClass) -> list[str]:
             f"spec.instanceStorePolicy: must be RAID0, got {nodeclass.instance_store_policy!r}"
         )
     problems.extend(restricted_tag_problems(nodeclass.tags))
-    problems.extend(validate_kubelet(nodeclass.kubelet))
+    problems.extend(validate_kubelet(readable_kubelet(nodeclass.kubelet)))
     return problems
 
 

@@ -4,10 +4,10 @@ and an estimate whenever neither is known, so every offering always has a price.
 Sources, in order of preference [SPEC 5]:
 1. on-demand: the Pricing API (GetProducts, us-east-1 endpoint), refreshed every 12h;
    spot: DescribeSpotPriceHistory per zone, refreshed every 12h.
-2. a static table injected at construction (the simulator's price file; tests load the
-   real us-east-1 table), used before the first refresh, when the API fails and with
-   ISOLATED_VPC.
-3. an estimate: a linear model ``price = a*vCPU + b*GiB + c*accelerators`` fitted by least
+2. a static table injected at construction (the simulator's price file), over
+3. the on-demand table shipped in the package for the region (``pricetables``), used
+   before the first refresh, when the API fails and with ISOLATED_VPC.
+4. an estimate: a linear model ``price = a*vCPU + b*GiB + c*accelerators`` fitted by least
    squares to the known prices of the same family (else category and generation, else
    category, else every known type; a group needs 3 known prices), with fixed
    coefficients when nothing is known (fitted once to c5/m5/r5 us-east-1 list prices:
@@ -23,7 +23,6 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from joiner.api import labels as wk
 from joiner.clock import Clock
 from joiner.cloudprovider.aws.instancetypes import vcpus
+from joiner.cloudprovider.aws.pricetables import builtin_table
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +44,16 @@ DEFAULT_PER_GIB = 0.0034
 DEFAULT_PER_ACCELERATOR = 0.50
 MIN_FIT_POINTS = 3
 SPOT_PRODUCT_DESCRIPTIONS = ["Linux/UNIX", "Linux/UNIX (Amazon VPC)"]
-_PRODUCT_FILTERS = {
+# What an on-demand EC2 price is in the Price List: Linux, no pre-installed software,
+# shared tenancy, an instance in use (not a capacity reservation), the on-demand market.
+PRODUCT_FILTERS = {
     "operatingSystem": "Linux",
     "preInstalledSw": "NA",
     "tenancy": "Shared",
     "capacitystatus": "Used",
+    "marketoption": "OnDemand",
 }
-
-
-def load_price_file(path: str | Path) -> dict[str, float]:
-    """A price table: ``{"prices": {type: usd_per_hour}}`` or a flat ``{type: price}``."""
-    raw = json.loads(Path(path).read_text())
-    table = raw.get("prices", raw) if isinstance(raw, dict) else None
-    if not isinstance(table, dict):
-        raise ValueError(f"{path}: expected an object mapping instance types to prices")
-    out = {}
-    for name, price in table.items():
-        if not isinstance(price, (int, float)) or price < 0:
-            raise ValueError(f"{path}: price of {name!r} must be a number >= 0, got {price!r}")
-        out[name] = float(price)
-    return out
+PAGE_SIZE = 100  # GetProducts' largest MaxResults
 
 
 def _features(info: Mapping[str, Any]) -> list[float]:
@@ -140,7 +130,15 @@ class PricingProvider:
         self._region = region
         self._pricing = None if isolated_vpc else pricing_client
         self._ec2 = ec2
-        self._static = dict(static_on_demand or {})
+        table = builtin_table(region)
+        log.info(
+            "built-in on-demand prices for %s: %d types (%s, %s)",
+            region,
+            len(table.prices),
+            table.source,
+            table.as_of,
+        )
+        self._static = {**table.prices, **(static_on_demand or {})}
         self._infos = infos
         self._refresh_seconds = refresh_seconds
         self._on_demand: dict[str, float] = {}
@@ -171,17 +169,7 @@ class PricingProvider:
         return self._refresh_seconds
 
     def _refresh_on_demand(self) -> None:
-        filters = [
-            {"Type": "TERM_MATCH", "Field": field, "Value": value}
-            for field, value in {**_PRODUCT_FILTERS, "regionCode": self._region}.items()
-        ]
-        prices: dict[str, float] = {}
-        paginator = self._pricing.get_paginator("get_products")
-        for page in paginator.paginate(ServiceCode="AmazonEC2", Filters=filters):
-            for item in page.get("PriceList", ()):
-                parsed = parse_on_demand_product(item)
-                if parsed is not None:
-                    prices[parsed[0]] = parsed[1]
+        prices = fetch_on_demand_prices(self._pricing, self._region)
         if prices:
             self._on_demand = prices
 
@@ -202,7 +190,7 @@ class PricingProvider:
     # --- prices --------------------------------------------------------------------
 
     def on_demand_price(self, name: str) -> float | None:
-        """The known on-demand price (Pricing API, else the static table), or None."""
+        """The known on-demand price (Pricing API, else the static tables), or None."""
         return self._on_demand.get(name, self._static.get(name))
 
     def price(self, info: Mapping[str, Any], capacity_type: str, zone: str) -> float:
@@ -225,6 +213,28 @@ class PricingProvider:
             self._estimator = PriceEstimator({**self._static, **self._on_demand}, infos)
             self._estimator_key = key
         return self._estimator
+
+
+def fetch_on_demand_prices(pricing_client: Any, region: str) -> dict[str, float]:
+    """Every on-demand price of ``region`` from the Pricing API, page by page."""
+    filters = [
+        {"Type": "TERM_MATCH", "Field": field, "Value": value}
+        for field, value in {**PRODUCT_FILTERS, "regionCode": region}.items()
+    ]
+    prices: dict[str, float] = {}
+    paginator = pricing_client.get_paginator("get_products")
+    pages = paginator.paginate(
+        ServiceCode="AmazonEC2",
+        Filters=filters,
+        FormatVersion="aws_v1",
+        PaginationConfig={"PageSize": PAGE_SIZE},
+    )
+    for page in pages:
+        for item in page.get("PriceList", ()):
+            parsed = parse_on_demand_product(item)
+            if parsed is not None:
+                prices[parsed[0]] = parsed[1]
+    return prices
 
 
 def parse_on_demand_product(item: str | Mapping[str, Any]) -> tuple[str, float] | None:

@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
+from joiner.api.compatibility import readable_kubelet
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim, NodeClaimStatus
 from joiner.api.nodepool import NodeClassRef, NodePool
@@ -351,7 +352,7 @@ class AWSCloudProvider:
                     max_pods=pods,
                     labels=labels,
                     taints=[*nodeclaim.taints, *nodeclaim.startup_taints],
-                    kubelet=nodeclass.kubelet,
+                    kubelet=readable_kubelet(nodeclass.kubelet),
                     custom=nodeclass.user_data,
                 )
                 try:

@@ -25,6 +25,7 @@ import yaml
 
 from joiner.api import labels as wk
 from joiner.cloudprovider.aws.cluster import ClusterInfo
+from joiner.scheduling.taints import same_taint
 
 BOUNDARY = "//JOINER//"
 NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"
@@ -64,7 +65,12 @@ class NodeBootstrap:
         return list(self.kubelet.get("clusterDNS") or [self.cluster.cluster_dns])
 
     def all_taints(self) -> list[dict[str, str]]:
-        taints = [dict(t) for t in self.taints]
+        """The taints to register with, one per key/effect pair (the first listed): the
+        API server refuses a Node that repeats a pair, which a NodePool may."""
+        taints: list[dict[str, str]] = []
+        for taint in self.taints:
+            if not any(same_taint(taint, kept) for kept in taints):
+                taints.append(dict(taint))
         if not any(t.get("key") == wk.UNREGISTERED_TAINT_KEY for t in taints):
             taints.append(dict(wk.UNREGISTERED_TAINT))
         return taints

@@ -14,34 +14,33 @@ from datetime import UTC, datetime
 from croniter import croniter
 
 from joiner.api.duration import parse_duration
-from joiner.api.nodepool import Budget, NodePool
+from joiner.api.nodepool import Budget, NodePool, cron_expression
 from joiner.state.node import StateNode
 
 # Karpenter's three disruption reasons, as budgets name them.
 UNDERUTILIZED, EMPTY, DRIFTED = "Underutilized", "Empty", "Drifted"
 
-_MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-
 
 def budget_active(budget: Budget, now: float) -> bool:
+    """A budget without a schedule is always active; so is one whose schedule Joiner cannot
+    read (the API server accepts any five words), which can then only restrict disruption."""
     if budget.schedule is None:
         return True
-    expression = _MACROS.get(budget.schedule, budget.schedule)
+    expression = cron_expression(budget.schedule)
+    if expression is None:
+        return True
     moment = datetime.fromtimestamp(now, tz=UTC)
     # croniter's get_prev excludes `now` itself; a fire exactly now counts as active.
     if croniter.match(expression, moment):
         return True
     last_fire = croniter(expression, moment).get_prev(float)
-    duration = parse_duration(budget.duration or "0s") or 0.0
-    return now < last_fire + duration
+    return now < last_fire + _active_for(budget)
+
+
+def _active_for(budget: Budget) -> float:
+    """Seconds a scheduled budget stays active; beyond what Joiner can represent, forever."""
+    seconds = parse_duration(budget.duration or "0s")
+    return math.inf if seconds is None else seconds
 
 
 def budget_value(budget: Budget, total_nodes: int) -> int:

@@ -5,8 +5,8 @@ messages, long-polling up to ``wait_seconds``; ``delete`` removes handled ones.
 
 The reconciler never blocks: it asks a ``Receiver`` for whatever has arrived.
 ``InlineReceiver`` calls ``receive(0)`` on the spot (the simulator: one thread, a
-virtual clock). ``BackgroundReceiver`` long-polls 20 s at a time in its own thread and
-hands batches over (production), so a message is picked up as soon as SQS has it.
+virtual clock). ``BackgroundReceiver`` long-polls 20 s at a time in a background loop
+and hands batches over (production), so a message is picked up as soon as SQS has it.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from joiner.background import BackgroundLoop, FailureHook
+from joiner.backoff import Retrier
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGES = 10  # the most SQS returns per ReceiveMessage
 LONG_POLL_SECONDS = 20  # the longest SQS long poll
-RECEIVE_ERROR_PAUSE = 5.0  # seconds the poll thread waits after a failed receive
 INACTIVE_PAUSE = 1.0  # seconds between two looks at whether to receive
 
 
@@ -97,28 +97,38 @@ class InlineReceiver:
 
 
 class BackgroundReceiver:
-    """Long-polls in a daemon thread; ``take`` returns what arrived since the last call.
+    """Long-polls in a background loop; ``take`` returns what arrived since the last call.
 
-    Receive errors (throttling, a network blip, a missing permission) are logged and
-    retried after a pause: the queue is an optional feed, never a reason to stop. While
-    ``active()`` is false (a replica that is not the leader) nothing is received, so
-    messages stay visible to the replica that handles them."""
+    A failed receive, whatever the exception (throttling, a network blip, a missing
+    permission, an answer our code cannot read), is logged, counted (``on_failure``
+    feeds the metric) and retried after a backoff: the queue is an optional feed, never
+    a reason to stop, and the thread never dies of it. While ``active()`` is false (a
+    replica that is not the leader) nothing is received, so messages stay visible to
+    the replica that handles them."""
 
     def __init__(
         self,
         queue: MessageQueue,
         wait_seconds: int = LONG_POLL_SECONDS,
         active: Callable[[], bool] = lambda: True,
+        on_failure: FailureHook | None = None,
+        retrier: Retrier | None = None,
     ) -> None:
         self.queue = queue
         self.wait_seconds = wait_seconds
         self.active = active
         self._inbox: deque[QueueMessage] = deque()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="interruption-queue", daemon=True)
+        self.loop = BackgroundLoop(
+            "interruption-queue",
+            self._receive,
+            self._stop,
+            retrier=retrier,
+            on_failure=on_failure,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
         """Stops after the poll in flight returns (at most ``wait_seconds``); does not wait."""
@@ -130,13 +140,8 @@ class BackgroundReceiver:
             taken.append(self._inbox.popleft())
         return taken
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            if not self.active():
-                self._stop.wait(INACTIVE_PAUSE)
-                continue
-            try:
-                self._inbox.extend(self.queue.receive(self.wait_seconds))
-            except (BotoCoreError, ClientError) as err:
-                log.warning("interruption queue receive failed: %s", err)
-                self._stop.wait(RECEIVE_ERROR_PAUSE)
+    def _receive(self) -> None:
+        if not self.active():
+            self._stop.wait(INACTIVE_PAUSE)
+            return
+        self._inbox.extend(self.queue.receive(self.wait_seconds))

@@ -3,7 +3,11 @@
 ``seed_env`` resets moto and seeds what a cluster's account has: a VPC with
 discovery-tagged subnets and security groups, EKS optimized AMIs and their public SSM
 parameters (moto has none, and SSM refuses ``/aws/...`` names from clients, so they are
-written into moto's in-process backend), and a node role. ``seed_spot_prices`` serves
+written into moto's in-process backend), and a node role. The account has two
+principals: an administrator (``Env.clients``: seeding and the tests' own looks) and the
+controller (``Env.controller``), an IAM user holding exactly the rendered controller
+policy, whose every call is checked against it (``Env.audit``, resources and conditions)
+and, once ``enforce_iam`` is on, by moto (actions). ``seed_spot_prices`` serves
 spot prices (moto's are a constant $0.00001). ``CapacityOutage`` makes CreateFleet report
 insufficient capacity, which moto never does. ``make_stand`` wires an AWSCloudProvider.
 """
@@ -12,11 +16,14 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from joiner import testing
 from joiner.api import labels as wk
@@ -27,8 +34,18 @@ from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.provider import AWSCloudProvider
+from joiner.infra.callaudit import BotoResourceFacts, CallAudit
+from joiner.infra.iam import ControllerPolicyParams, controller_policy
 from joiner.sim import embedded_aws
 from joiner.sim.embedded_aws import CapacityOutage
+from joiner.sim.moto_iam import (
+    ADMINISTRATOR,
+    Keys,
+    create_principal,
+    moto_iam_corrections,
+    set_server_enforcement,
+)
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.ec2.responses.spot_instances import SpotInstances
@@ -38,9 +55,6 @@ CLUSTER = "test-cluster"
 K8S_VERSION = "1.31"
 ROLE = "test-node-role"
 DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
-PRICE_FILE = (
-    Path(__file__).resolve().parents[5] / "shared" / "data" / "ec2-on-demand-us-east-1.json"
-)
 
 # (SSM parameter, architecture) for each alias-resolvable AMI that gets seeded.
 EKS = f"/aws/service/eks/optimized-ami/{K8S_VERSION}"
@@ -64,6 +78,17 @@ AMI_PARAMETERS = {
     ("bottlerocket", "arm64", "standard"): f"{BR}/arm64/latest/image_id",
 }
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+UNENFORCED = Keys("testing", "testing")  # any key does while moto enforces nothing
+ACCOUNT = DEFAULT_ACCOUNT_ID
+QUEUE = CLUSTER  # the interruption queue the controller policy grants
+POLICY_PARAMS = ControllerPolicyParams(
+    CLUSTER,
+    REGION,
+    ACCOUNT,
+    f"arn:aws:iam::{ACCOUNT}:role/{ROLE}",
+    f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}",
+)
+CONTROLLER_POLICY = controller_policy(POLICY_PARAMS)
 
 
 @dataclass
@@ -71,7 +96,11 @@ class Env:
     """A seeded moto account, reset for each test."""
 
     url: str
-    clients: AWSClients
+    clients: AWSClients  # the administrator's
+    admin_keys: Keys
+    controller_keys: Keys
+    controller: AWSClients  # the controller's, audited
+    audit: CallAudit
     vpc_id: str
     subnets: dict[str, str]  # name -> id
     node_security_groups: list[str]  # sorted
@@ -85,19 +114,57 @@ def _post(url: str) -> None:
         response.read()
 
 
-def make_clients(url: str, with_pricing: bool = True) -> AWSClients:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+# One loader for every session: botocore reads its service models (EC2's is large) once.
+_LOADER = botocore.loaders.create_loader()
+
+
+def session_of(keys: Keys) -> boto3.Session:
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _LOADER)
+    return boto3.Session(
+        aws_access_key_id=keys.access_key_id,
+        aws_secret_access_key=keys.secret_access_key,
+        region_name=REGION,
+        botocore_session=core,
     )
+
+
+def make_clients(url: str, keys: Keys = UNENFORCED, with_pricing: bool = True) -> AWSClients:
     return AWSClients.create(
-        REGION, session=session, endpoint_url=url, max_attempts=1, with_pricing=with_pricing
+        REGION,
+        session=session_of(keys),
+        endpoint_url=url,
+        max_attempts=1,
+        with_pricing=with_pricing,
     )
+
+
+def client(env: Env, service: str, keys: Keys) -> Any:
+    """A client of a service AWSClients lacks (EKS, SQS), signed with ``keys``."""
+    return session_of(keys).client(service, endpoint_url=env.url)
+
+
+def audited_clients(url: str, keys: Keys, audit: CallAudit) -> AWSClients:
+    """The controller's clients, every call checked by ``audit``."""
+    clients = make_clients(url, keys)
+    audit.watch(clients.ec2, clients.ssm, clients.iam, clients.pricing)
+    return clients
+
+
+def new_audit(admin: AWSClients) -> CallAudit:
+    return CallAudit(CONTROLLER_POLICY, BotoResourceFacts(admin.ec2, admin.iam), ACCOUNT)
 
 
 def seed_env(moto_url: str) -> Env:
-    """Reset moto and seed it like a cluster's account."""
+    """Reset moto (enforcement off) and seed it like a cluster's account."""
+    set_server_enforcement(moto_url, enforced=False)
     _post(f"{moto_url}/moto-api/reset")
-    clients = make_clients(moto_url)
+    unenforced = make_clients(moto_url)
+    admin_keys = create_principal(unenforced.iam, "administrator", ADMINISTRATOR)
+    controller_keys = create_principal(unenforced.iam, "joiner-controller", CONTROLLER_POLICY)
+    clients = make_clients(moto_url, admin_keys)
+    audit = new_audit(clients)
+    controller = audited_clients(moto_url, controller_keys, audit)
     ec2 = clients.ec2
     vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = {
@@ -141,7 +208,44 @@ def seed_env(moto_url: str) -> Env:
             }
         ),
     )
-    return Env(moto_url, clients, vpc_id, subnets, node_groups, other_sg, amis)
+    return Env(
+        moto_url,
+        clients,
+        admin_keys,
+        controller_keys,
+        controller,
+        audit,
+        vpc_id,
+        subnets,
+        node_groups,
+        other_sg,
+        amis,
+    )
+
+
+@contextmanager
+def enforce_iam(env: Env) -> Iterator[None]:
+    """moto checks every request against its signer's policies while this lasts; the
+    controller's calls the audit denied fail the test at the end."""
+    with moto_iam_corrections():
+        set_server_enforcement(env.url, enforced=True)
+        try:
+            yield
+        finally:
+            set_server_enforcement(env.url, enforced=False)
+    assert env.audit.report() == [], "calls the controller policy does not allow"
+
+
+@contextmanager
+def moto_unenforced(env: Env) -> Iterator[None]:
+    """moto's enforcement paused (the audit still checks the controller's calls): moto
+    computes the signature of EKS's GET requests over a body they do not have, and so
+    refuses every one (moto 5.2)."""
+    set_server_enforcement(env.url, enforced=False)
+    try:
+        yield
+    finally:
+        set_server_enforcement(env.url, enforced=True)
 
 
 def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -242,20 +346,11 @@ class Stand:
         return nodeclass
 
 
-def make_pricing(
-    url: str, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
-) -> PricingProvider:
+def make_pricing(clients: AWSClients, catalogue: InstanceTypeCatalogue) -> PricingProvider:
     """Prices from moto (its Pricing API fails; spot history as moto or the test serves
-    it) over the real us-east-1 on-demand table, refreshed once."""
-
-    clients = make_clients(url)
+    it) over the package's us-east-1 on-demand table, refreshed once."""
     pricing = PricingProvider(
-        FakeClock(),
-        REGION,
-        pricing_client=clients.pricing,
-        ec2=clients.ec2,
-        static_on_demand=price_table,
-        infos=catalogue.infos,
+        FakeClock(), REGION, pricing_client=clients.pricing, ec2=clients.ec2, infos=catalogue.infos
     )
     pricing.refresh_if_due()
     return pricing
@@ -266,7 +361,7 @@ def make_stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvi
     clock = FakeClock()
     nodeclasses: dict[str, EC2NodeClass] = {}
     provider = AWSCloudProvider(
-        env.clients,
+        env.controller,
         clock,
         ClusterInfo(**CLUSTER_INFO_KWARGS),
         REGION,
@@ -282,8 +377,8 @@ def make_stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvi
         provider,
         clock,
         nodeclasses,
-        CapacityOutage(env.clients.ec2, zones),
-        FleetRecorder(env.clients.ec2),
+        CapacityOutage(env.controller.ec2, zones),
+        FleetRecorder(env.controller.ec2),
     )
 
 

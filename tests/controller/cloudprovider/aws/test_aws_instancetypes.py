@@ -118,6 +118,7 @@ def test_kubelet_overrides(catalogue: InstanceTypeCatalogue) -> None:
             "systemReserved": {"memory": "300Mi"},
             "evictionHard": {"memory.available": "5%"},
             "evictionSoft": {"memory.available": "1Gi"},
+            "evictionSoftGracePeriod": {"memory.available": "1m"},
         },
     )
     assert it.capacity[res.PODS] == 20_000
@@ -147,6 +148,14 @@ def test_bottlerocket_ephemeral_storage_is_the_data_volume(
     assert it.capacity[res.EPHEMERAL_STORAGE] == 20 * GI
     raid = build(catalogue, "c6gd.large", instanceStorePolicy="RAID0")
     assert raid.capacity[res.EPHEMERAL_STORAGE] == 118 * 10**9 * 1000
+
+
+def test_a_root_volume_size_joiner_cannot_read_leaves_ephemeral_storage_unknown(
+    catalogue: InstanceTypeCatalogue,
+) -> None:
+    mappings = [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "Ti"}}]
+    it = build(catalogue, "m5.xlarge", blockDeviceMappings=mappings)
+    assert res.EPHEMERAL_STORAGE not in it.capacity
 
 
 def test_labels_of_a_gpu_type(catalogue: InstanceTypeCatalogue) -> None:
@@ -203,6 +212,31 @@ def test_catalogue_keeps_only_kubernetes_architectures(catalogue: InstanceTypeCa
     assert {"m5.xlarge", "m6g.large", "t3.large"} <= set(infos)
     assert "us-east-1a" in catalogue.type_zones()["m5.xlarge"]
     assert catalogue.zone_ids()["us-east-1a"] == "use1-az6"
+
+
+def test_kubelet_settings_joiner_cannot_use_are_ignored(catalogue: InstanceTypeCatalogue) -> None:
+    """Upstream's CRD keeps kubelet free-form: whatever the API server took, the types are
+    built as if the unusable settings were absent [docs/compatibility.md, kubelet]."""
+    plain = build(catalogue, "m5.xlarge")
+    odd = build(
+        catalogue,
+        "m5.xlarge",
+        kubelet={
+            "maxPods": "lots",
+            "kubeReserved": ["cpu"],
+            "systemReserved": {"cpu": "-100m"},
+            "evictionHard": {"memory.free": "5%"},
+            "evictionSoft": {"memory.available": "1Gi"},  # no grace period
+            "shutdownGracePeriod": "30s",
+        },
+    )
+    assert (odd.capacity, odd.overhead, odd.allocatable) == (
+        plain.capacity,
+        plain.overhead,
+        plain.allocatable,
+    )
+    half = build(catalogue, "m5.xlarge", kubelet={"maxPods": 20, "kubeReserved": ["cpu"]})
+    assert half.capacity[res.PODS] == 20_000
 
 
 def test_kubelet_validation_names_the_field() -> None:

@@ -22,6 +22,7 @@ from aws_moto_seed import (
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.launchtemplates import block_device_mappings
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 
@@ -252,6 +253,21 @@ def test_launch_templates_are_tagged_configured_and_reused(stand: Stand, env: En
     assert len(env.clients.ec2.describe_launch_templates()["LaunchTemplates"]) == 2
 
 
+def test_block_devices_joiner_cannot_use_as_written() -> None:
+    """The API server takes a mapping without deviceName and a volumeSize of "Ti" (upstream's
+    pattern); EC2 needs a device name, and sizes the volume itself when given none
+    [docs/compatibility.md, block-device]."""
+    mappings = [
+        {"ebs": {"volumeSize": "20Gi"}},
+        {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "Ti", "snapshotID": "snap-1"}},
+        {"deviceName": "/dev/xvdc", "ebs": {"volumeSize": "2T"}},
+    ]
+    assert block_device_mappings(mappings) == [
+        {"DeviceName": "/dev/xvdb", "Ebs": {"SnapshotId": "snap-1", "DeleteOnTermination": True}},
+        {"DeviceName": "/dev/xvdc", "Ebs": {"VolumeSize": 1863, "DeleteOnTermination": True}},
+    ]
+
+
 def test_insufficient_capacity_falls_back_to_the_next_offering(stand: Stand) -> None:
     requirements = (
         req(wk.INSTANCE_TYPE, "In", "m5.large", "m5.xlarge"),
@@ -325,15 +341,12 @@ def test_exotic_types_only_when_asked_for(stand: Stand, env: Env) -> None:
 
 
 def test_spot_dearer_than_on_demand_is_dropped(
-    env: Env,
-    catalogue: InstanceTypeCatalogue,
-    price_table: dict[str, float],
-    monkeypatch: pytest.MonkeyPatch,
+    env: Env, catalogue: InstanceTypeCatalogue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_spot_prices(
         monkeypatch, {("m5.large", "us-east-1a"): "0.2", ("m5.xlarge", "us-east-1a"): "0.09"}
     )
-    stand = make_stand(env, catalogue, make_pricing(env.url, catalogue, price_table))
+    stand = make_stand(env, catalogue, make_pricing(env.controller, catalogue))
     stand.add_nodeclass()
     launched = stand.provider.create(
         claim(

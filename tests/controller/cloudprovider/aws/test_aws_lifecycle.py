@@ -136,30 +136,39 @@ def test_unused_launch_templates_and_deleted_classes_are_cleaned_up(stand: Stand
 
 def test_launches_sweep_owned_templates_unused_for_an_hour(stand: Stand, env: Env) -> None:
     """A template of ours that no launch uses (e.g. left by an older configuration) is
-    deleted an hour after a launch first saw it; the one in use stays."""
+    deleted an hour after a launch first saw it; the one in use stays, and so does one
+    with the cluster's tag but no NodePool's, which the controller policy does not let it
+    delete (the sweep never tries: every call is checked against the policy)."""
     ec2 = env.clients.ec2
     launch(stand, "default-first")
     (in_use,) = ec2.describe_launch_templates()["LaunchTemplates"]
-    ec2.create_launch_template(
-        LaunchTemplateName="joiner-stale",
-        LaunchTemplateData={"ImageId": in_use.get("ImageId", "ami-12345678")},
-        TagSpecifications=[
-            {
-                "ResourceType": "launch-template",
-                "Tags": [{"Key": cluster_tag(CLUSTER), "Value": "owned"}],
-            }
-        ],
-    )
+    for name, tags in (
+        ("joiner-stale", {cluster_tag(CLUSTER): "owned", wk.NODEPOOL: "default"}),
+        ("not-for-a-nodepool", {cluster_tag(CLUSTER): "owned"}),
+    ):
+        ec2.create_launch_template(
+            LaunchTemplateName=name,
+            LaunchTemplateData={"ImageId": in_use.get("ImageId", "ami-12345678")},
+            TagSpecifications=[
+                {
+                    "ResourceType": "launch-template",
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+                }
+            ],
+        )
     stand.clock.advance(UNUSED_TTL_SECONDS)
     launch(stand, "default-second")  # first sweep: the stale template is first seen now
     names = sorted(
         t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]
     )
-    assert names == sorted([in_use["LaunchTemplateName"], "joiner-stale"])
+    assert names == sorted([in_use["LaunchTemplateName"], "joiner-stale", "not-for-a-nodepool"])
     stand.clock.advance(UNUSED_TTL_SECONDS)
     launch(stand, "default-third")
-    names = [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]]
-    assert names == [in_use["LaunchTemplateName"]]
+    names = sorted(
+        t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]
+    )
+    assert names == sorted([in_use["LaunchTemplateName"], "not-for-a-nodepool"])
+    assert env.audit.report() == []
 
 
 def test_mark_unavailable_keeps_an_offering_out_for_three_minutes(stand: Stand) -> None:

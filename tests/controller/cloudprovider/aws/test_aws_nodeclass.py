@@ -19,7 +19,7 @@ CLUSTER_INFO = ClusterInfo(**CLUSTER_INFO_KWARGS)
 
 def resolve(env: Env, **spec: Any) -> tuple[EC2NodeClass, dict[str, Any]]:
     nodeclass = EC2NodeClass.from_dict(nodeclass_dict(**spec))
-    resolver = NodeClassResolver(env.clients, FakeClock(), CLUSTER_INFO, "us-east-1")
+    resolver = NodeClassResolver(env.controller, FakeClock(), CLUSTER_INFO, "us-east-1")
     status = resolver.resolve(nodeclass)
     nodeclass.status = status
     return nodeclass, status
@@ -121,6 +121,16 @@ def test_ssm_parameter_and_pinned_alias(env: Env) -> None:
     assert [a["id"] for a in status["amis"]] == [env.amis[("bottlerocket", "arm64", "standard")]]
     _, pinned = resolve(env, amiSelectorTerms=[{"alias": "al2023@v20240807"}])
     assert [a["id"] for a in pinned["amis"]] == [env.amis[("al2023@pinned", "amd64", "standard")]]
+
+
+def test_ssm_parameter_of_the_account_resolves_under_the_controller_policy(env: Env) -> None:
+    """docs/aws.md promises any parameter a class names; the policy once granted only
+    AWS's public ``/aws/service/*`` ones (every call here is checked against it)."""
+    image = env.amis[("al2023", "amd64", "standard")]
+    env.clients.ssm.put_parameter(Name="/team/golden-ami", Value=image, Type="String")
+    _, status = resolve(env, amiSelectorTerms=[{"ssmParameter": "/team/golden-ami"}])
+    assert [a["id"] for a in status["amis"]] == [image]
+    assert condition(status, "AMIsReady") == ("True", "")
 
 
 @pytest.mark.parametrize(

@@ -1,22 +1,36 @@
-"""Pricing: Pricing API (moto answers 500), spot history, static table and estimate."""
+"""Pricing: Pricing API (moto answers 500; recorded answers in pricing_api.py), spot
+history, the built-in and injected tables, and the estimate."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from aws_moto_seed import Env, seed_spot_prices
+from aws_moto_seed import (
+    ACCOUNT,
+    CLUSTER,
+    K8S_VERSION,
+    REGION,
+    Env,
+    client,
+    moto_unenforced,
+    seed_spot_prices,
+)
 from joiner.api import labels as wk
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
+from joiner.cloudprovider.aws.pricetables import load_price_file
 from joiner.cloudprovider.aws.pricing import (
     REFRESH_SECONDS,
     RETRY_AFTER_FAILURE_SECONDS,
     PriceEstimator,
     PricingProvider,
-    load_price_file,
     parse_on_demand_product,
 )
+from joiner.commands.controller import aws_cloud_factory
+from joiner.settings import Settings
+from pricing_api import RecordedPricingAPI
+from test_aws_pricegen import pricing_client
 
 SPOT, OD = wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND
 
@@ -25,18 +39,18 @@ def provider(env: Env, catalogue: InstanceTypeCatalogue, clock: FakeClock, **kw)
     return PricingProvider(
         clock,
         "us-east-1",
-        pricing_client=env.clients.pricing,
-        ec2=env.clients.ec2,
+        pricing_client=env.controller.pricing,
+        ec2=env.controller.ec2,
         infos=catalogue.infos,
         **kw,
     )
 
 
-def test_static_table_before_and_after_a_failed_pricing_api(
-    env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+def test_built_in_table_before_and_after_a_failed_pricing_api(
+    env: Env, catalogue: InstanceTypeCatalogue
 ) -> None:
     clock = FakeClock()
-    pricing = provider(env, catalogue, clock, static_on_demand=price_table)
+    pricing = provider(env, catalogue, clock)
     m5 = catalogue.infos()["m5.xlarge"]
     assert pricing.price(m5, OD, "us-east-1a") == 0.192  # before any refresh
     pricing.refresh_if_due()  # moto's Pricing API fails: keep the table
@@ -52,17 +66,36 @@ def test_static_table_before_and_after_a_failed_pricing_api(
     assert pricing.generation == generation + 1  # spot refreshed
 
 
+def test_pricing_api_prices_win_over_the_tables(catalogue: InstanceTypeCatalogue) -> None:
+    """eu-west-1 has no table of its own: us-east-1's until the API (recorded) answers."""
+    with RecordedPricingAPI() as api:
+        pricing = PricingProvider(
+            FakeClock(), "eu-west-1", pricing_client=pricing_client(api.url), infos=catalogue.infos
+        )
+        m5, c5 = catalogue.infos()["m5.large"], catalogue.infos()["c5.large"]
+        assert pricing.price(m5, OD, "eu-west-1a") == 0.096
+        pricing.refresh_if_due()
+        assert pricing.price(m5, OD, "eu-west-1a") == 0.107
+        assert pricing.on_demand_price("c6i.xlarge") == 0.192
+        assert pricing.price(c5, OD, "eu-west-1a") == 0.085  # not in the answer: the table
+
+
+def test_an_injected_table_wins_over_the_built_in_one(catalogue: InstanceTypeCatalogue) -> None:
+    pricing = PricingProvider(
+        FakeClock(), "us-east-1", static_on_demand={"m5.large": 0.5}, infos=catalogue.infos
+    )
+    assert pricing.price(catalogue.infos()["m5.large"], OD, "us-east-1a") == 0.5
+    assert pricing.price(catalogue.infos()["m5.xlarge"], OD, "us-east-1a") == 0.192
+
+
 def test_spot_history_prices_per_zone(
-    env: Env,
-    catalogue: InstanceTypeCatalogue,
-    price_table: dict[str, float],
-    monkeypatch: pytest.MonkeyPatch,
+    env: Env, catalogue: InstanceTypeCatalogue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_spot_prices(
         monkeypatch,
         {("m5.xlarge", "us-east-1a"): "0.0701", ("m5.xlarge", "us-east-1b"): "0.0655"},
     )
-    pricing = provider(env, catalogue, FakeClock(), static_on_demand=price_table)
+    pricing = provider(env, catalogue, FakeClock())
     pricing.refresh_if_due()
     m5 = catalogue.infos()["m5.xlarge"]
     assert pricing.price(m5, SPOT, "us-east-1a") == 0.0701
@@ -70,26 +103,66 @@ def test_spot_history_prices_per_zone(
     assert pricing.price(m5, SPOT, "us-east-1c") == pytest.approx(0.0768)  # no history there
 
 
-def test_isolated_vpc_never_calls_the_pricing_api_and_estimates(
-    env: Env, catalogue: InstanceTypeCatalogue
+def test_isolated_vpc_prices_from_the_built_in_list_and_estimates_the_rest(
+    env: Env, catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
 ) -> None:
     pricing = provider(env, catalogue, FakeClock(), isolated_vpc=True)
     pricing.refresh_if_due()
-    # no known prices at all: 4 x 0.0357 + 16 GiB x 0.0034
-    assert pricing.price(catalogue.infos()["m5.xlarge"], OD, "us-east-1a") == pytest.approx(0.1972)
-    gpu = pricing.price(catalogue.infos()["p4d.24xlarge"], OD, "us-east-1a")
-    assert gpu == pytest.approx(96 * 0.0357 + 1152 * 0.0034 + 8 * 0.5)
+    infos = catalogue.infos()
+    # us-east-1 list prices, as published
+    assert pricing.price(infos["m5.large"], OD, "us-east-1a") == 0.096
+    assert pricing.price(infos["c6i.xlarge"], OD, "us-east-1a") == 0.17
+    assert pricing.price(infos["r7g.2xlarge"], OD, "us-east-1a") == 0.4284
+    # a type the list lacks: the estimate fitted to the list's prices
+    assert "r9g.large" not in price_table
+    estimate = PriceEstimator(price_table, infos).estimate(infos["r9g.large"])
+    assert pricing.price(infos["r9g.large"], OD, "us-east-1a") == estimate
+    assert estimate > 0
 
 
-def test_every_type_has_a_positive_price(
-    catalogue: InstanceTypeCatalogue, price_table: dict[str, float]
+def test_isolated_vpc_setting_prices_at_the_list_prices(
+    env: Env, catalogue: InstanceTypeCatalogue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pricing = PricingProvider(
-        FakeClock(), "us-east-1", static_on_demand=price_table, infos=catalogue.infos
+    """``ISOLATED_VPC=true`` through the controller command's own wiring: no pricing
+    client at all, and us-east-1's list prices from the first decision on."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", env.controller_keys.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", env.controller_keys.secret_access_key)
+    client(env, "eks", env.admin_keys).create_cluster(
+        name=CLUSTER,
+        version=K8S_VERSION,
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/cluster",
+        resourcesVpcConfig={"subnetIds": sorted(env.subnets.values())},
     )
+    settings = Settings.from_env(
+        {"CLUSTER_NAME": CLUSTER, "AWS_REGION": REGION, "ISOLATED_VPC": "true"}
+    )
+    with moto_unenforced(env):
+        build = aws_cloud_factory(settings, endpoint_url=env.url)
+    cloud, _ = build(lambda name: None)
+    assert cloud.clients.pricing is None
+    infos = catalogue.infos()
+    prices = {
+        name: cloud.pricing.price(infos[name], OD, "us-east-1a")
+        for name in ("m5.large", "c6i.xlarge", "r7g.2xlarge")
+    }
+    assert prices == {"m5.large": 0.096, "c6i.xlarge": 0.17, "r7g.2xlarge": 0.4284}
+
+
+def test_every_type_has_a_positive_price(catalogue: InstanceTypeCatalogue) -> None:
+    pricing = PricingProvider(FakeClock(), "us-east-1", infos=catalogue.infos)
     for info in catalogue.infos().values():
         for capacity_type in (OD, SPOT):
             assert pricing.price(info, capacity_type, "us-east-1a") > 0, info["InstanceType"]
+
+
+def test_estimate_with_nothing_known_uses_the_fixed_coefficients(
+    catalogue: InstanceTypeCatalogue,
+) -> None:
+    estimator = PriceEstimator({}, catalogue.infos())
+    # 4 x 0.0357 + 16 GiB x 0.0034
+    assert estimator.estimate(catalogue.infos()["m5.xlarge"]) == pytest.approx(0.1972)
+    gpu = estimator.estimate(catalogue.infos()["p4d.24xlarge"])
+    assert gpu == pytest.approx(96 * 0.0357 + 1152 * 0.0034 + 8 * 0.5)
 
 
 def test_estimate_of_an_unpriced_type_follows_its_generation(

@@ -78,3 +78,18 @@ def test_toml_writer_round_trips_nested_tables() -> None:
 def test_custom_family_passes_user_data_through() -> None:
     assert render("Custom", bootstrap(custom="anything at all")) == "anything at all"
     assert render("Custom", bootstrap()) == ""
+
+
+def test_a_repeated_taint_pair_is_registered_once_first_listed_first() -> None:
+    """A NodePool may repeat a key/effect pair (the API server takes it); a Node may not
+    [docs/compatibility.md, duplicate-taint]."""
+    taints = [
+        {"key": "a", "value": "1", "effect": "NoSchedule"},
+        {"key": "a", "value": "2", "effect": "NoSchedule"},
+        {"key": "a", "value": "3", "effect": "NoExecute"},
+    ]
+    assert bootstrap(taints=taints).all_taints() == [
+        {"key": "a", "value": "1", "effect": "NoSchedule"},
+        {"key": "a", "value": "3", "effect": "NoExecute"},
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+    ]

@@ -73,6 +73,22 @@ def test_macros_mean_their_cron_expressions():
     assert budget_active(Budget(nodes="0", schedule="@hourly", duration="10m"), MIDNIGHT + 7799)
 
 
+def test_a_schedule_joiner_cannot_read_keeps_its_budget_active():
+    """The API server takes any five words (and six cron fields); such a budget can only
+    restrict disruption [docs/compatibility.md, cron]."""
+    for schedule in ("61 * * * *", "every day at nine ok", "0 0 9 * * 1", "@dailyish"):
+        budget = Budget(nodes="0", schedule=schedule, duration="1h")
+        assert all(budget_active(budget, MIDNIGHT + hour * 3600) for hour in range(0, 48, 5))
+    nodes = [node("a"), node("b")]
+    p = pool([{"nodes": "0", "schedule": "61 * * * *", "duration": "1h"}, {"nodes": "100%"}])
+    assert allowed_disruptions(p, "Empty", nodes, MIDNIGHT + 7 * 3600) == 0
+
+
+def test_a_budget_duration_beyond_292_years_lasts_from_its_first_start_on():
+    budget = Budget(nodes="0", schedule="@yearly", duration="9999999999999h")
+    assert budget_active(budget, MIDNIGHT + 40 * 365 * 86400)
+
+
 def test_allowed_is_the_smallest_active_budget_minus_nodes_already_disrupting():
     nodes = [node("a"), node("b", ready=False), node("c", deleting=True), node("d"), node("e")]
     p = pool([{"nodes": "100%"}, {"nodes": "3"}])

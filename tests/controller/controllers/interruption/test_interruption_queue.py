@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from interruption_world import World
+from joiner.backoff import Backoff, Retrier
 from joiner.controllers.interruption.aws import production_feed
 from joiner.controllers.interruption.queue import BackgroundReceiver, QueueMessage, SQSQueue
 from joiner.sim.interruption import InterruptionBus, event_entry
@@ -136,3 +137,40 @@ def test_a_replica_that_does_not_lead_leaves_the_messages_on_the_queue(
         QueueUrl=bus.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
     )["Attributes"]
     assert attributes["ApproximateNumberOfMessages"] == "1"
+
+
+def test_the_receiver_survives_any_failure_counts_it_and_keeps_polling(
+    bus: InterruptionBus, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not only boto's own errors: anything a receive raises (here a botocore hook that
+    fails twice, as a buggy credential plugin would) is logged, counted, retried after a
+    backoff, and the messages still arrive."""
+    failing = [RuntimeError("plugin bug 1"), RuntimeError("plugin bug 2")]
+
+    def before_receive(**kwargs: object) -> None:
+        if failing:
+            raise failing.pop(0)
+
+    bus.sqs.meta.events.register("before-call.sqs.ReceiveMessage", before_receive)
+    reported: list[str] = []
+    receiver = BackgroundReceiver(
+        bus.queue,
+        wait_seconds=1,
+        on_failure=reported.append,
+        retrier=Retrier(Backoff(base=0.05, cap=0.1)),
+    )
+    bus.sqs.send_message(QueueUrl=bus.queue_url, MessageBody="still delivered")
+    receiver.start()
+    taken: list[QueueMessage] = []
+    pause = threading.Event()
+    for _ in range(200):  # up to 10 s
+        taken += receiver.take()
+        if taken:
+            break
+        pause.wait(0.05)
+    receiver.stop()
+    assert [m.body for m in taken] == ["still delivered"]
+    assert (receiver.loop.failures, reported) == (2, ["interruption-queue"] * 2)
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [str(r.exc_info[1]) for r in errors if r.exc_info] == ["plugin bug 1", "plugin bug 2"]
+    assert receiver.loop.alive
