@@ -14,7 +14,7 @@ import numpy as np
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.nodepool import NodePool
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
 from joiner.identity import IdentityCache
@@ -106,6 +106,10 @@ class PoolCatalog:
         available = [o for it in self.types for o in it.offerings if o.available]
         self.zones = sorted({o.zone for o in available})
         self.capacity_types = sorted({o.capacity_type for o in available})
+        self._offered = (
+            Requirement.new(wk.ZONE, IN, self.zones),
+            Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
+        )
         self.prices = self._price_cube()
         self._daemonsets = daemonsets
         self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))
@@ -168,7 +172,10 @@ class PoolCatalog:
 
     def overhead_for(self, requirements: Requirements) -> ResourceList:
         """Requests of the daemonsets that would run on a node with these requirements
-        and this pool's taints."""
+        and this pool's taints. The node's zone and capacity type are among those an
+        available offering has, so a daemonset selecting others does not run there (as
+        Karpenter judges it)."""
+        requirements = requirements.intersection(Requirements(self._offered))
         total: ResourceList = {}
         for daemonset, requests in self._daemonsets:
             spec = daemonset.pod_template.get("spec") or {}

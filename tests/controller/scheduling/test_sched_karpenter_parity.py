@@ -17,6 +17,7 @@ from joiner.scheduling.model import (
     TAINTS,
     TOPOLOGY_SPREAD,
     ClusterSnapshot,
+    DaemonSet,
     ExistingNode,
 )
 from sched_builders import catalogue, layout, nodepool, pod, reasons, run
@@ -421,3 +422,27 @@ def test_equally_empty_zones_go_to_the_least_flexible_first():
     assert sorted(
         (_zone(nc), _requirement(nc, wk.CAPACITY_TYPE)[0], len(nc.pods)) for nc in plan.nodeclaims
     ) == [("test-zone-2", "spot", 2), ("test-zone-3", "on-demand", 2)]
+
+
+def test_a_daemonset_for_a_capacity_type_no_offering_has_adds_no_overhead():
+    """The pool allows any capacity type, but its only type is offered as spot: the
+    daemonset that selects on-demand nodes never runs on its nodes, so its pod does not
+    count against the type's two pods (found by the 5,000-workload differential run)."""
+    types = [
+        new_instance_type(
+            "t", cpu="1", memory="1Gi", pods=2, offerings=[Offering("test-zone-2", "spot", 0.08)]
+        )
+    ]
+    on_demand_only = pod("od", cpu="100m", memory="128Mi")
+    on_demand_only["spec"]["nodeSelector"] = {wk.CAPACITY_TYPE: "on-demand"}
+    daemonsets = [
+        DaemonSet("kube-system/od", on_demand_only),
+        DaemonSet("kube-system/all", pod("all", cpu="100m", memory="128Mi")),
+    ]
+    plan = run([pod("p")], types=types, snapshot=ClusterSnapshot(daemonsets=daemonsets))
+    assert layout(plan) == [("t", ["p"])]
+    assert plan.nodeclaims[0].daemonset_overhead == {
+        "cpu": 100,
+        "memory": 128 * 2**20 * 1000,
+        "pods": 1000,
+    }
