@@ -128,7 +128,7 @@ def explained(document: Document, key: str) -> str | None:
 
 
 def _pod(document: Document, key: str) -> Mapping[str, Any]:
-    return next(p for p in document.get("pods") or () if _key(p) == key)
+    return next(p for p in document.get("pods") or () if pod_key(p) == key)
 
 
 def _required_terms(spec: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
@@ -192,8 +192,9 @@ def _cost(
     document: Document, runs: Sequence[Outcome], plan: Plan, placed: set[str]
 ) -> list[Divergence]:
     """Against the upstream runs that placed every pod Joiner placed and kept every
-    preference Joiner kept (see ``dropped_preferences``); not when a documented
-    difference changed which pods Joiner placed (the plans hold different pods)."""
+    preference Joiner kept (see ``broken_preferences``); not when a pod either side
+    placed is a case of a documented difference (it changes which pods are placed, or
+    which domains a spread must use, so the plans are not the same problem)."""
     kept = broken_preferences(document, plan_homes(plan))
     comparable = [
         run
@@ -201,7 +202,7 @@ def _cost(
         if run.placed >= placed and broken_preferences(document, run.homes) <= kept
     ]
     differing = {key for run in comparable for key in run.placed - placed}
-    if not comparable or any(explained(document, key) for key in differing):
+    if not comparable or any(explained(document, key) for key in placed | differing):
         return []
     cheapest = min(run.cost for run in comparable)
     found = []
@@ -248,7 +249,7 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
     homes = _with_existing_labels(document, homes)
     broken = set()
     for pod in document.get("pods") or ():
-        key = _key(pod)
+        key = pod_key(pod)
         if key not in homes:
             continue
         spec = pod.get("spec") or {}
@@ -276,7 +277,7 @@ def _with_existing_labels(document: Document, homes: Homes) -> dict[str, Mapping
         out[key] = _node_labels(node) if node is not None else labels
     for node in nodes.values():
         for bound in node.get("pods") or ():
-            out[_key(bound)] = _node_labels(node)
+            out[pod_key(bound)] = _node_labels(node)
     return out
 
 
@@ -294,9 +295,9 @@ def _selected(document: Document, homes: Homes, selector: Mapping[str, Any]) -> 
     pods = [*(document.get("pods") or ())]
     pods += [b for n in document.get("existingNodes") or () for b in n.get("pods") or ()]
     return [
-        _key(p)
+        pod_key(p)
         for p in pods
-        if _key(p) in homes
+        if pod_key(p) in homes
         and all(
             ((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items()
         )
@@ -337,7 +338,7 @@ def _keeps_affinity(
     term: Mapping[str, Any],
     affine: bool,
 ) -> bool:
-    key, own = term.get("topologyKey"), _key(pod)
+    key, own = term.get("topologyKey"), pod_key(pod)
     mine = homes[own].get(key)
     if mine is None:
         return True  # its domain is not decided: nothing to judge
@@ -355,7 +356,7 @@ def validly_placed(document: Document, run: Outcome) -> frozenset[str]:
     """The pods an upstream run placed where their nodeSelector and required node
     affinity hold (upstream sometimes places a pod where they do not, which
     kube-scheduler would then refuse: docs/compatibility.md)."""
-    pods = {_key(p): p for p in document.get("pods") or ()}
+    pods = {pod_key(p): p for p in document.get("pods") or ()}
     valid = set()
     for claim in run.claims:
         nodes = list(
@@ -392,10 +393,10 @@ def admits(document: Document, claim: NodeClaimPlan) -> list[str]:
     candidate type in an allowed offering, with any allowed value of its other labels)
     that a pod's nodeSelector or required node affinity rejects, an untolerated taint,
     candidates without room for the pods' requests, or no candidate at all."""
-    pods = {_key(p): p for p in document.get("pods") or ()}
+    pods = {pod_key(p): p for p in document.get("pods") or ()}
     members = [pods[key] for key in claim.pods]
     problems = [
-        f"{_key(pod)} does not tolerate {taint}"
+        f"{pod_key(pod)} does not tolerate {taint}"
         for pod in members
         for taint in claim.taints
         if taint.get("effect") != "PreferNoSchedule" and not _tolerated(pod, taint)
@@ -408,7 +409,7 @@ def admits(document: Document, claim: NodeClaimPlan) -> list[str]:
     for pod in members:
         for labels in nodes:
             if not _pod_admits(pod, labels):
-                problems.append(f"{_key(pod)} rejects a node labelled {labels}")
+                problems.append(f"{pod_key(pod)} rejects a node labelled {labels}")
                 break
     requests = res.sum_lists(_requests(pod) for pod in members)
     if not res.fits(requests, claim.requests):
@@ -508,6 +509,6 @@ def _requests(pod: Mapping[str, Any]) -> res.ResourceList:
     return res.add(total, {res.PODS: 1000})
 
 
-def _key(pod: Mapping[str, Any]) -> str:
+def pod_key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
