@@ -88,7 +88,28 @@ def spread_honoring_prefer_no_schedule(document: Document, key: str) -> bool:
     honors = any(
         c.get("nodeTaintsPolicy") == "Honor" for c in spec.get("topologySpreadConstraints") or ()
     )
-    return honors and any(
+    return honors and _prefers_not_on_some_pool(document, pod)
+
+
+def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
+    """It has a required pod affinity or anti-affinity on a key other than the hostname,
+    and some NodePool has a PreferNoSchedule taint it does not tolerate: Joiner, like
+    kube-scheduler, lets the pod use that pool's domains (the taint is a preference);
+    upstream has no domain for the term there, and the pod stays pending."""
+    pod = _pod(document, key)
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    beyond = any(
+        term.get("topologyKey") != wk.HOSTNAME
+        for kind in ("podAffinity", "podAntiAffinity")
+        for term in (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or ()
+    )
+    return beyond and _prefers_not_on_some_pool(document, pod)
+
+
+def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> bool:
+    """Whether some NodePool has a PreferNoSchedule taint the pod does not tolerate."""
+    return any(
         taint.get("effect") == "PreferNoSchedule" and not _tolerated(pod, taint)
         for pool in document.get("nodePools") or ()
         for taint in ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get("taints")
@@ -118,6 +139,9 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
 DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
+    "pod affinity beyond the hostname, PreferNoSchedule": (
+        affinity_beyond_hostname_prefer_no_schedule
+    ),
     "contradictory node selection": contradictory_node_selection,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
 }

@@ -47,6 +47,9 @@ CASES = {
     "spread honoring taints, PreferNoSchedule": Case(
         "spread-prefer-no-schedule.json", 3, 3, 1, 3, 3, 3
     ),
+    "pod affinity beyond the hostname, PreferNoSchedule": Case(
+        "affinity-prefer-no-schedule.json", 0, 0, 0, 3, 1, 1
+    ),
     "contradictory node selection": Case("contradictory-node-selection.json", 1, 0, 1, 0, 0, 0),
     "spread with nodeAffinityPolicy Ignore": Case(
         "spread-node-affinity-ignore.json", 3, 3, 1, 1, 1, 1
