@@ -166,14 +166,7 @@ def test_a_spread_pins_the_cheaper_domain_among_equally_empty_ones():
             ],
         )
     ]
-    spread = [
-        {
-            "maxSkew": 1,
-            "topologyKey": wk.CAPACITY_TYPE,
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": WEB},
-        }
-    ]
+    spread = _spread(key=wk.CAPACITY_TYPE)
     plan = run([pod("w", labels=WEB, topologySpreadConstraints=spread)], types=types)
     assert [(_requirement(nc, wk.CAPACITY_TYPE), nc.price) for nc in plan.nodeclaims] == [
         (["spot"], 0.1)
@@ -321,11 +314,11 @@ def test_a_spread_failure_names_the_topology_key():
     )
 
 
-def _zone_spread(skew: int = 1) -> list[dict]:
+def _spread(skew: int = 1, key: str = wk.ZONE) -> list[dict]:
     return [
         {
             "maxSkew": skew,
-            "topologyKey": wk.ZONE,
+            "topologyKey": key,
             "whenUnsatisfiable": "DoNotSchedule",
             "labelSelector": {"matchLabels": WEB},
         }
@@ -347,7 +340,7 @@ def test_a_zone_without_an_available_offering_is_no_domain():
             ],
         )
     ]
-    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_zone_spread()) for i in range(3)]
+    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_spread()) for i in range(3)]
     plan = run(pods, types=types)
     assert plan.unplaceable == {}
     assert {_zone(nc) for nc in plan.nodeclaims} == {"test-zone-1"}
@@ -364,7 +357,7 @@ def test_a_zone_the_pool_names_is_a_domain_even_without_offerings():
     pool = nodepool(
         requirements=[{"key": wk.ZONE, "operator": "In", "values": ["test-zone-1", "test-zone-2"]}]
     )
-    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_zone_spread()) for i in range(2)]
+    pods = [pod(f"w{i}", labels=WEB, topologySpreadConstraints=_spread()) for i in range(2)]
     assert reasons(run(pods, pools=[pool], types=types)) == {"w1": TOPOLOGY_SPREAD}
 
 
@@ -404,15 +397,7 @@ def test_equally_empty_zones_go_to_the_least_flexible_first():
             ],
         )
     ]
-    spread = [
-        *_zone_spread(),
-        {
-            "maxSkew": 1,
-            "topologyKey": wk.CAPACITY_TYPE,
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": WEB},
-        },
-    ]
+    spread = [*_spread(), *_spread(key=wk.CAPACITY_TYPE)]
     pods = [
         pod(f"w{i}", cpu="3", memory="6Gi", labels=WEB, topologySpreadConstraints=spread)
         for i in range(4)
