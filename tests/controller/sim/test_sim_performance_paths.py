@@ -294,7 +294,7 @@ def test_kube_scheduler_updates_the_condition_when_its_message_changes():
     """As kube-scheduler does: a pod that still does not fit after a node joined gets a new
     message (a pod event, which is what wakes the provisioner again); an unchanged verdict
     is not rewritten."""
-    kube = MemoryKube(FakeClock(0.0), garbage_collection="manual")
+    kube = MemoryKube(FakeClock(0.0))
     index = PodIndex()
     scheduler = KubeScheduler(kube, index, lambda: kube.list("Node").items)
     pod = {
