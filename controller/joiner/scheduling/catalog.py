@@ -112,7 +112,11 @@ class PoolCatalog:
         )
         self.prices = self._price_cube()
         self._daemonsets = daemonsets
+        self._all = np.arange(len(self.types))
+        self._free: dict[str, np.ndarray] = {}
         self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))
+        # the pool's own requirements: what repacking fills
+        self.free = self.free_for(self.requirements, repr(self.requirements.to_dicts()))
         self._compatible: dict[str, np.ndarray] = {}
         self._type_prices: dict[str, np.ndarray] = {}
         self._min_value_codes: dict[str, np.ndarray] = {}
@@ -171,20 +175,57 @@ class PoolCatalog:
     # --- daemonsets -------------------------------------------------------------------
 
     def overhead_for(self, requirements: Requirements) -> ResourceList:
-        """Requests of the daemonsets that would run on a node with these requirements
+        """Requests of the daemonsets that would run on some node with these requirements
         and this pool's taints. The node's zone and capacity type are among those an
         available offering has, so a daemonset selecting others does not run there (as
         Karpenter judges it)."""
+        return self.dims.to_list(self.overhead_rows(requirements, self._all).max(axis=0, initial=0))
+
+    def free_for(self, requirements: Requirements, signature: str) -> np.ndarray:
+        """[t, d]: per type, its allocatable less the requests of the daemonsets a node of
+        that type with these requirements would run."""
+        found = self._free.get(signature)
+        if found is None:
+            found = self._free[signature] = self.allocatable - self.overhead_rows(
+                requirements, self._all
+            )
+        return found
+
+    def overhead_rows(self, requirements: Requirements, idx: np.ndarray) -> np.ndarray:
+        """[i, d]: the daemonsets' requests on a node of type ``idx[i]`` with these
+        requirements. A daemonset runs there when it tolerates the pool's taints and its
+        node selection admits the requirements narrowed by that type's labels, zones and
+        capacity types (so one selecting on-demand or GPU types adds nothing to others,
+        as in Karpenter)."""
         requirements = requirements.intersection(Requirements(self._offered))
-        total: ResourceList = {}
+        rows = np.zeros((len(idx), len(self.dims.names)), dtype=np.int64)
         for daemonset, requests in self._daemonsets:
             spec = daemonset.pod_template.get("spec") or {}
             if untolerated(spec.get("tolerations") or (), self.taints, False) is not None:
                 continue
-            if requirements.compatible(Requirements.for_pod(daemonset.pod_template)) is not None:
+            wanted = Requirements.for_pod(daemonset.pod_template)
+            if requirements.compatible(wanted) is not None:
                 continue
-            total = res.add(total, requests)
-        return total
+            runs = self._runs_on(requirements, wanted, idx)
+            rows[runs] += self.dims.vector(requests)
+        return rows
+
+    def _runs_on(
+        self, requirements: Requirements, wanted: Requirements, idx: np.ndarray
+    ) -> np.ndarray:
+        """Per type in ``idx``, whether ``wanted`` admits the requirements narrowed by the
+        type's own requirements on the keys ``wanted`` names (judged once per distinct
+        set of those)."""
+        verdicts: dict[tuple, bool] = {}
+        runs = np.ones(len(idx), dtype=bool)
+        for i, t in enumerate(idx.tolist()):
+            own = tuple(self.types[t].requirements.get(key) for key in wanted)
+            verdict = verdicts.get(own)
+            if verdict is None:
+                narrowed = requirements.intersection(Requirements(r for r in own if r is not None))
+                verdict = verdicts[own] = narrowed.compatible(wanted) is None
+            runs[i] = verdict
+        return runs
 
     # --- minValues --------------------------------------------------------------------
 

@@ -22,9 +22,9 @@ class Draft:
         "_reserved",
         "_reserved_for",
         "count",
+        "free",
         "hostname",
         "idx",
-        "overhead",
         "pods",
         "pool",
         "ports",
@@ -41,15 +41,15 @@ class Draft:
         requirements: Requirements,
         signature: str,
         idx: np.ndarray,
-        overhead: np.ndarray,
+        free: np.ndarray,
     ) -> None:
         self.pool = pool
         self.hostname = hostname
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        self.overhead = overhead  # daemonsets that would run on it
-        self.used = overhead.copy()
+        self.free = free  # [t, d]: each type's allocatable less its daemonsets' requests
+        self.used = np.zeros(free.shape[1], dtype=np.int64)  # the pods' requests
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
@@ -59,7 +59,7 @@ class Draft:
 
     def _room(self) -> list[int]:
         """Per dimension, the most any candidate type still has free (a quick pre-check)."""
-        return (self.pool.allocatable[self.idx].max(axis=0) - self.used).tolist()
+        return (self.free[self.idx].max(axis=0) - self.used).tolist()
 
     def add(
         self,
@@ -110,8 +110,9 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]
-    overhead = pool.dims.vector(pool.overhead_for(requirements))
-    pod_requests = draft.used - draft.overhead
+    # what every candidate's node runs besides the pods (each has room for its own)
+    overhead = pool.overhead_rows(requirements, chosen).min(axis=0)
+    pod_requests = draft.used
     return NodeClaimPlan(
         nodepool=pool.name,
         hostname=draft.hostname,

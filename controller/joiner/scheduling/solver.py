@@ -266,7 +266,6 @@ class _Solver:
         self._usage = self._pool_usage()
         # per pool with limits: its open NodeClaims and what they reserve (exact sums)
         self._reserved: dict[str, tuple[int, list[int]]] = {}
-        self._overhead: dict[str, np.ndarray] = {}  # daemonset overhead by requirements
 
     # --- setup ----------------------------------------------------------------------
 
@@ -682,7 +681,7 @@ class _Solver:
     ) -> _Fit | Rejection:
         pool = draft.pool
         nz = group.nz
-        free = pool.allocatable[idx][:, nz] - draft.used[nz]
+        free = draft.free[idx][:, nz] - draft.used[nz]
         counts = (free // group.vector[nz]).min(axis=1)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
@@ -837,10 +836,8 @@ class _Solver:
             if isinstance(idx, Rejection):
                 return idx
         hostname = self._hostname(pool)
-        overhead = self._overhead.get(signature)
-        if overhead is None:
-            overhead = self._overhead[signature] = pool.dims.vector(pool.overhead_for(requirements))
-        draft = Draft(pool, hostname, requirements, signature, idx, overhead)
+        free = pool.free_for(requirements, signature)
+        draft = Draft(pool, hostname, requirements, signature, idx, free)
         fit = self._check_draft(draft, group, constraints, limit)
         if isinstance(fit, Rejection) and fit.constraint == m.RESOURCES:
             return self._resources_rejection(pool, group, constraints, limit, draft, unlimited)
@@ -869,7 +866,7 @@ class _Solver:
                 draft.requirements,
                 draft.sig,
                 unlimited,
-                draft.overhead,
+                draft.free,
             )
             if not isinstance(
                 self._check_draft(without_limits, group, constraints, limit), Rejection
@@ -1073,7 +1070,7 @@ def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        room = (pool.allocatable[draft.idx] - draft.used >= requests).all(axis=1)
+        room = (draft.free[draft.idx] - draft.used >= requests).all(axis=1)
         prices = pool.offering_prices(requirements)[draft.idx[room]]  # [t, z, c]
         by_domain = prices.min(axis=0, initial=np.inf)  # [z, c]
         if key == wk.CAPACITY_TYPE:

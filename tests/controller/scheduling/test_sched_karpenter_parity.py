@@ -431,3 +431,37 @@ def test_a_daemonset_for_a_capacity_type_no_offering_has_adds_no_overhead():
         "memory": 128 * 2**20 * 1000,
         "pods": 1000,
     }
+
+
+def test_a_daemonset_adds_overhead_only_to_the_types_it_runs_on():
+    """Type a is offered only as spot, b also on-demand: the on-demand daemonset would
+    run on b's nodes only, so the pod still fits a's two pods with the other daemonset
+    (found by the 5,000-workload differential run; Karpenter places it on a too)."""
+    types = [
+        new_instance_type(
+            "a", cpu="1", memory="1Gi", pods=2, offerings=[Offering("test-zone-2", "spot", 0.08)]
+        ),
+        new_instance_type(
+            "b",
+            cpu="1",
+            memory="1Gi",
+            pods=3,
+            offerings=[
+                Offering("test-zone-2", "spot", 0.5),
+                Offering("test-zone-2", "on-demand", 0.2),
+            ],
+        ),
+    ]
+    on_demand_only = pod("od", cpu="100m", memory="128Mi")
+    on_demand_only["spec"]["nodeSelector"] = {wk.CAPACITY_TYPE: "on-demand"}
+    daemonsets = [
+        DaemonSet("kube-system/od", on_demand_only),
+        DaemonSet("kube-system/all", pod("all", cpu="100m", memory="128Mi")),
+    ]
+    plan = run([pod("p")], types=types, snapshot=ClusterSnapshot(daemonsets=daemonsets))
+    assert layout(plan) == [("a", ["p"])]
+    assert plan.nodeclaims[0].daemonset_overhead == {
+        "cpu": 100,
+        "memory": 128 * 2**20 * 1000,
+        "pods": 1000,
+    }

@@ -1,6 +1,6 @@
-"""Issue #18 end to end: extreme quantities in pods, NodePool limits and instance types
-never crash a provisioning or disruption pass of the real controllers (in the
-simulator), and never keep an ordinary pod from running."""
+"""Issue #18 end to end: extreme quantities in pods and NodePool limits, and instance
+types as large as the simulator accepts, never crash a provisioning or disruption pass
+of the real controllers (in the simulator), and never keep an ordinary pod from running."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ from hypothesis import strategies as st
 from joiner import testing
 from joiner.api import resources as res
 from joiner.controllers.disruption import methods
+from joiner.sim.scenario import MAX_INSTANCE_CPU, MAX_INSTANCE_MEMORY
 
 EXTREMES = ("10Pi", "8Ei", "1e30", "9223372036854775807", "1e18")
 QUANTITIES = st.sampled_from((*EXTREMES, "100m", "2", "1Gi"))
+# the simulator refuses instance types larger than these (a field error)
+GIANT_CPUS = st.sampled_from(("100m", "2", MAX_INSTANCE_CPU))
+GIANT_MEMORIES = st.sampled_from(("1Gi", MAX_INSTANCE_MEMORY))
 
 
 @settings(max_examples=12, deadline=None)
@@ -20,8 +24,8 @@ QUANTITIES = st.sampled_from((*EXTREMES, "100m", "2", "1Gi"))
     huge_cpu=QUANTITIES,
     huge_memory=st.sampled_from(EXTREMES),
     limit=st.sampled_from((None, *EXTREMES, "10000000Gi")),
-    giant_cpu=QUANTITIES,
-    giant_memory=QUANTITIES,
+    giant_cpu=GIANT_CPUS,
+    giant_memory=GIANT_MEMORIES,
 )
 def test_extreme_quantities_never_crash_provisioning_or_disruption(
     huge_cpu: str, huge_memory: str, limit: str | None, giant_cpu: str, giant_memory: str
@@ -35,8 +39,8 @@ def test_extreme_quantities_never_crash_provisioning_or_disruption(
     result = simulate(
         [
             instance_type("small", "2", "4Gi", od(0.05)),
-            # a type as large as the quantities: the huge pods may run there, and a node
-            # holding them is a consolidation candidate
+            # a type as large as the simulator allows: huge pods within it run there, and
+            # a node holding them is a consolidation candidate
             instance_type("giant", giant_cpu, giant_memory, od(50.0)),
         ],
         [
