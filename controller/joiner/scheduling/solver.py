@@ -476,7 +476,7 @@ class _Solver:
     ) -> list[int]:
         """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
         group at once; among claims with as few pods, the one whose price the pod raises
-        least, then the older claim. A claim is checked only when it is among the emptiest
+        least (over what the group's pods already there raised it), then the older claim. A claim is checked only when it is among the emptiest
         left."""
         # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
         # the least rise there is (0), so it is checked before a claim known to rise
@@ -501,7 +501,7 @@ class _Solver:
             taken.setdefault(i, []).append(member)
             placed += 1
             if room > 1:
-                heapq.heappush(heap, (pods + 1, rises[i](len(taken[i]) + 1), i, room - 1))
+                heapq.heappush(heap, (pods + 1, _next_rise(rises[i], len(taken[i])), i, room - 1))
         for i in sorted(taken):
             self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
         return members[placed:]
@@ -1057,6 +1057,12 @@ def _price_rise(draft: Draft, fit: _Fit) -> Any:
         return next((price - now for price, room in ranked if room >= k), np.inf)
 
     return rise
+
+
+def _next_rise(rise: Any, taken: int) -> float:
+    """What one more pod of the group adds to a claim's price when it already took
+    ``taken`` (>= 1) of them, by ``rise`` from ``_price_rise``."""
+    return float(rise(taken + 1) - rise(taken))
 
 
 def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:

@@ -119,21 +119,38 @@ def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> boo
 
 def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool:
     """It has, or is selected by a pending pod's, required pod anti-affinity on a key other
-    than the hostname: Joiner pins each owner's NodeClaim to one free domain, so the next
-    owner still finds one and only that domain is closed to the pods it selects; upstream
-    leaves the NodeClaim open over every free domain and closes them all (one owner per
-    batch, and the selected pods find no domain)."""
+    than the hostname, or its required pod affinity selects a pod with such an
+    anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
+    owner still finds one, only that domain is closed to the pods it selects, and a pod
+    drawn to an owner can join it there; upstream leaves the NodeClaim open over every
+    free domain and closes them all (one owner per batch, the selected pods find no
+    domain, and the owner counts in no domain for the pods drawn to it)."""
     pod = _pod(document, key)
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    for owner in [pod, *(document.get("pods") or ())]:
-        spec = owner.get("spec") or {}
-        anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
-        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
-            wanted = (term.get("labelSelector") or {}).get("matchLabels") or {}
-            selects = all(labels.get(k) == v for k, v in wanted.items())
-            if term.get("topologyKey") != wk.HOSTNAME and (owner is pod or selects):
-                return True
-    return False
+    labels = _labels(pod)
+    owners = [p for p in document.get("pods") or () if _terms(p, "podAntiAffinity")]
+    for owner in owners:
+        selects = any(_selects(term, labels) for term in _terms(owner, "podAntiAffinity"))
+        if owner is pod or selects:
+            return True
+    return any(
+        _selects(term, _labels(owner)) for term in _terms(pod, "podAffinity") for owner in owners
+    )
+
+
+def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The pod's required terms of ``kind`` on a key other than the hostname."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+    return [term for term in required if term.get("topologyKey") != wk.HOSTNAME]
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    wanted = (term.get("labelSelector") or {}).get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())
 
 
 DOCUMENTED: dict[str, Explanation] = {
@@ -315,17 +332,10 @@ def _node_labels(node: Mapping[str, Any]) -> dict[str, str]:
 
 def _selected(document: Document, homes: Homes, selector: Mapping[str, Any]) -> list[str]:
     """Placed (or bound) pods whose labels match a matchLabels selector."""
-    wanted = (selector or {}).get("matchLabels") or {}
+    term = {"labelSelector": selector}
     pods = [*(document.get("pods") or ())]
     pods += [b for n in document.get("existingNodes") or () for b in n.get("pods") or ()]
-    return [
-        pod_key(p)
-        for p in pods
-        if pod_key(p) in homes
-        and all(
-            ((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items()
-        )
-    ]
+    return [pod_key(p) for p in pods if pod_key(p) in homes and _selects(term, _labels(p))]
 
 
 def _skewed(

@@ -465,3 +465,43 @@ def test_a_daemonset_adds_overhead_only_to_the_types_it_runs_on():
         "memory": 128 * 2**20 * 1000,
         "pods": 1000,
     }
+
+
+def _away_from(labels: dict[str, str]) -> dict:
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": wk.HOSTNAME}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def test_a_group_fills_the_claim_it_already_raised_before_raising_another():
+    """a holds x0 (small, 1.0), b holds x1 and y (medium, 2.0). z0 goes to a, the emptier,
+    which becomes a gpu node; z1 then finds a and b equally full: a already has the GPU
+    room, so z1 costs nothing there but b's rise to a gpu node. Karpenter puts z1 on the
+    older a too (found by the 5,000-workload differential run)."""
+    types = [
+        new_instance_type(
+            n,
+            cpu=cpu,
+            memory=mem,
+            pods=10,
+            resources=extra,
+            offerings=[Offering("test-zone-1", "on-demand", price)],
+        )
+        for n, cpu, mem, extra, price in (
+            ("small", "4", "8Gi", None, 1.0),
+            ("medium", "4", "32Gi", None, 2.0),
+            ("gpu", "8", "64Gi", {"example.com/accel": "2"}, 5.0),
+        )
+    ]
+    x = {"x": "1"}
+    pods = [
+        pod("x0", cpu="2", memory="1Gi", labels={**x, "n": "0"}, affinity=_away_from(x)),
+        pod("x1", cpu="2", memory="1Gi", labels={**x, "n": "1"}, affinity=_away_from(x)),
+        pod("y", cpu="1500m", memory="20Gi", affinity=_away_from({"n": "0"})),
+        *(
+            pod(f"z{i}", cpu="250m", memory="1Gi", extra={"example.com/accel": "1"})
+            for i in range(2)
+        ),
+    ]
+    plan = run(pods, types=types)
+    assert sorted(layout(plan)) == [("gpu", ["x0", "z0", "z1"]), ("medium", ["x1", "y"])]
+    assert plan.price == 7.0
