@@ -236,11 +236,14 @@ def _cost(
     preference Joiner kept (see ``broken_preferences``); not when a pod either side
     placed is a case of a documented difference (it changes which pods are placed, or
     which domains a spread must use, so the plans are not the same problem)."""
-    kept = broken_preferences(document, plan_homes(plan))
+    homes = plan_homes(plan)
+    kept = broken_preferences(document, homes)
     comparable = [
         run
         for run in runs
-        if run.placed >= placed and broken_preferences(document, run.homes) <= kept
+        if run.placed >= placed
+        and broken_preferences(document, run.homes) <= kept
+        and not spread_domain_by_chance(document, run, homes)
     ]
     differing = {key for run in comparable for key in run.placed - placed}
     if not comparable or any(explained(document, key) for key in placed | differing):
@@ -261,6 +264,40 @@ def _cost(
             )
         )
     return found
+
+
+def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> bool:
+    """Whether the run put a pod with a DoNotSchedule spread over zones or capacity types
+    in another domain than Joiner did, on a NodeClaim it shares with pods Joiner placed
+    apart from it. Among equally counted domains upstream picks at random, Joiner the
+    cheapest for the pod at hand; a later pod that can only use some other domain may
+    then share upstream's NodeClaim, which is cheaper by chance (docs/compatibility.md,
+    "spread domains by price"). Such a run is no baseline for Joiner's cost."""
+    spreads = {pod_key(p) for p in document.get("pods") or () if _spreads_over_domains(p)}
+    for claim in run.claims:
+        members = set(claim.get("pods") or ())
+        for key in members & spreads:
+            ours, theirs = homes.get(key), run.homes[key]
+            if ours is None:
+                continue
+            moved = any(
+                theirs.get(k) is not None and theirs.get(k) != ours.get(k)
+                for k in (wk.ZONE, wk.CAPACITY_TYPE)
+            )
+            apart = any(
+                homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
+            )
+            if moved and apart:
+                return True
+    return False
+
+
+def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+    )
 
 
 # --- preferences a plan breaks --------------------------------------------------------
