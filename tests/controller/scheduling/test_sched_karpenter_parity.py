@@ -409,6 +409,21 @@ def test_equally_empty_zones_go_to_the_least_flexible_first():
     ) == [("test-zone-2", "spot", 2), ("test-zone-3", "on-demand", 2)]
 
 
+# the requests of the daemonset that runs on every node, as a NodeClaim reports them
+EVERY_NODE_DAEMON = {"cpu": 100, "memory": 128 * 2**20 * 1000, "pods": 1000}
+
+
+def _on_demand_and_every_node_daemonsets() -> ClusterSnapshot:
+    on_demand_only = pod("od", cpu="100m", memory="128Mi")
+    on_demand_only["spec"]["nodeSelector"] = {wk.CAPACITY_TYPE: "on-demand"}
+    return ClusterSnapshot(
+        daemonsets=[
+            DaemonSet("kube-system/od", on_demand_only),
+            DaemonSet("kube-system/all", pod("all", cpu="100m", memory="128Mi")),
+        ]
+    )
+
+
 def test_a_daemonset_for_a_capacity_type_no_offering_has_adds_no_overhead():
     """The pool allows any capacity type, but its only type is offered as spot: the
     daemonset that selects on-demand nodes never runs on its nodes, so its pod does not
@@ -418,19 +433,9 @@ def test_a_daemonset_for_a_capacity_type_no_offering_has_adds_no_overhead():
             "t", cpu="1", memory="1Gi", pods=2, offerings=[Offering("test-zone-2", "spot", 0.08)]
         )
     ]
-    on_demand_only = pod("od", cpu="100m", memory="128Mi")
-    on_demand_only["spec"]["nodeSelector"] = {wk.CAPACITY_TYPE: "on-demand"}
-    daemonsets = [
-        DaemonSet("kube-system/od", on_demand_only),
-        DaemonSet("kube-system/all", pod("all", cpu="100m", memory="128Mi")),
-    ]
-    plan = run([pod("p")], types=types, snapshot=ClusterSnapshot(daemonsets=daemonsets))
+    plan = run([pod("p")], types=types, snapshot=_on_demand_and_every_node_daemonsets())
     assert layout(plan) == [("t", ["p"])]
-    assert plan.nodeclaims[0].daemonset_overhead == {
-        "cpu": 100,
-        "memory": 128 * 2**20 * 1000,
-        "pods": 1000,
-    }
+    assert plan.nodeclaims[0].daemonset_overhead == EVERY_NODE_DAEMON
 
 
 def test_a_daemonset_adds_overhead_only_to_the_types_it_runs_on():
@@ -452,19 +457,9 @@ def test_a_daemonset_adds_overhead_only_to_the_types_it_runs_on():
             ],
         ),
     ]
-    on_demand_only = pod("od", cpu="100m", memory="128Mi")
-    on_demand_only["spec"]["nodeSelector"] = {wk.CAPACITY_TYPE: "on-demand"}
-    daemonsets = [
-        DaemonSet("kube-system/od", on_demand_only),
-        DaemonSet("kube-system/all", pod("all", cpu="100m", memory="128Mi")),
-    ]
-    plan = run([pod("p")], types=types, snapshot=ClusterSnapshot(daemonsets=daemonsets))
+    plan = run([pod("p")], types=types, snapshot=_on_demand_and_every_node_daemonsets())
     assert layout(plan) == [("a", ["p"])]
-    assert plan.nodeclaims[0].daemonset_overhead == {
-        "cpu": 100,
-        "memory": 128 * 2**20 * 1000,
-        "pods": 1000,
-    }
+    assert plan.nodeclaims[0].daemonset_overhead == EVERY_NODE_DAEMON
 
 
 def _away_from(labels: dict[str, str]) -> dict:
