@@ -476,8 +476,8 @@ class _Solver:
     ) -> list[int]:
         """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
         group at once; among claims with as few pods, the one whose price the pod raises
-        least (over what the group's pods already there raised it), then the older claim. A claim is checked only when it is among the emptiest
-        left."""
+        least (over what the group's pods already there raised it), then the older claim.
+        A claim is checked only when it is among the emptiest left."""
         # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
         # the least rise there is (0), so it is checked before a claim known to rise
         heap: list[tuple[int, float, int, int]] = [
