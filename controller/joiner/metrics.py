@@ -112,6 +112,19 @@ class Metrics:
             ["decision", "reason"],
             registry=r,
         )
+        self.consolidation_score = Histogram(
+            "karpenter_consolidation_score",
+            "Scores of the consolidation moves of Balanced pools, by decision.",
+            ["decision", "nodepool", "policy"],
+            buckets=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+            registry=r,
+        )
+        self.consolidation_moves = Counter(
+            "karpenter_consolidation_moves",
+            "Consolidation moves of Balanced pools scored, by decision.",
+            ["decision", "nodepool", "policy"],
+            registry=r,
+        )
         self.background_failures = Counter(
             "joiner_background_loop_failures",
             "Failures of a background loop (the watches, the interruption queue poller, "

@@ -113,6 +113,7 @@ class Operator:
             lambda key: self.manager.enqueue(self.orchestrator.name, key),
             ConsolidationOptions(spot_to_spot=options.spot_to_spot_consolidation),
             self.recorder,
+            self.metrics,
         )
         for reconciler in (
             self.expiration,

@@ -14,6 +14,7 @@ SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))
 
 def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
+        "balanced.yaml",
         "gpu.yaml",
         "limits.yaml",
         "node-repair.yaml",
