@@ -19,6 +19,7 @@ from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.scheduling.catalog import Dimensions
 from joiner.scheduling.model import NodeClaimPlan, Plan
 
 MULTI_NODE_MAX_CANDIDATES = 100
@@ -26,6 +27,12 @@ SPOT_TO_SPOT_MIN_TYPES = 15
 
 # (candidates) -> the plan for their pods on the rest of the cluster
 Simulate = Callable[[Sequence[Candidate]], Plan]
+# (a feasible command) -> why it is not worth taking (a Balanced score), or None
+Judge = Callable[["Command"], str | None]
+
+
+def take_all(command: Command) -> str | None:
+    return None
 
 
 @dataclass
@@ -122,9 +129,24 @@ def consolidate(
     simulate: Simulate,
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
+    judge: Judge = take_all,
 ) -> tuple[Command | None, str]:
     """Remove ``candidates`` if their pods fit elsewhere, or replace them with one cheaper
-    node [DISR-7]. Returns the command or why not."""
+    node [DISR-7], if ``judge`` finds it worth it [DISR-10]. Returns the command or why
+    not."""
+    command, why = _feasible(candidates, simulate, instance_types, options)
+    if command is None:
+        return None, why
+    rejected = judge(command)
+    return (None, rejected) if rejected is not None else (command, "")
+
+
+def _feasible(
+    candidates: Sequence[Candidate],
+    simulate: Simulate,
+    instance_types: Callable[[str], Sequence[InstanceType]],
+    options: ConsolidationOptions,
+) -> tuple[Command | None, str]:
     plan = simulate(candidates)
     if plan.unplaceable:
         return None, _unplaceable(plan)
@@ -222,6 +244,7 @@ def multi_node(
     simulate: Simulate,
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
+    judge: Judge = take_all,
 ) -> Command | None:
     """The largest prefix (>= 2) of the cheapest-to-disrupt candidates that consolidates,
     by binary search [DISR-7]."""
@@ -229,7 +252,7 @@ def multi_node(
     low, high, best = 2, len(pool), None
     while low <= high:
         middle = (low + high) // 2
-        command, _ = consolidate(pool[:middle], simulate, instance_types, options)
+        command, _ = consolidate(pool[:middle], simulate, instance_types, options, judge)
         if command is not None:
             best, low = command, middle + 1
         else:
@@ -243,6 +266,7 @@ def single_node(
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
     hopeless: Callable[[Candidate], str | None] = lambda _: None,
+    judge: Judge = take_all,
 ) -> Verdict:
     """The first candidate, round robin over pools, that can go or be replaced cheaper.
     ``hopeless`` says, without simulating, why a candidate cannot (None: simulate)."""
@@ -252,7 +276,7 @@ def single_node(
         if why_not is not None:
             skipped[candidate.name] = why_not
             continue
-        command, why = consolidate([candidate], simulate, instance_types, options)
+        command, why = consolidate([candidate], simulate, instance_types, options, judge)
         if command is not None:
             return Verdict(command, skipped)
         skipped[candidate.name] = why
@@ -271,13 +295,21 @@ def least_replacement_load(
     free = _matrix(rooms, names)  # rooms x resources
     fit = (need[:, None, :] <= free[None, :, :]).all(axis=2)  # pod fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
-    beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
-    load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
+    beyond = _total(requests, movable, names) - _total(rooms, usable, names)
+    load = _total(requests, ~movable, names) + np.maximum(beyond, 0)
     return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}
 
 
+def _total(lists: Sequence[Mapping[str, int]], chosen: np.ndarray, names: list[str]) -> np.ndarray:
+    """Per resource, the exact sum of the chosen lists (Python integers: the vectors
+    saturate, and sums of many amounts could overflow int64)."""
+    rows = [lists[i] for i in np.nonzero(chosen)[0]]
+    return np.array([sum(r.get(name, 0) for r in rows) for name in names], dtype=object)
+
+
 def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
-    rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    dims = Dimensions(names)
+    rows = [dims.vector(resources) for resources in lists]
     return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
 
 
