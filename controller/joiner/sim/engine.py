@@ -72,9 +72,11 @@ class World:
     ) -> None:
         self.kube, self.cloud, self.observer = kube, cloud, observer
         self.manager = Manager(clock, pump=self.pump)
+        # Reconcilers the engine runs only once everything else at the instant is done.
+        self.after_quiet = Manager(clock, pump=self.pump)
         self.pods = observer.pods  # fed below, before anything that reads it runs
         self.workloads = Workloads(kube, self.pods)
-        self.scheduler = KubeScheduler(kube, self.pods, observer.nodes)
+        self.scheduler = KubeScheduler(kube, clock, self.pods, observer.nodes)
         self.kubelet = Kubelet(
             kube,
             clock,
@@ -85,8 +87,13 @@ class World:
             enqueue=lambda key, delay: self.manager.enqueue(Kubelet.name, key, delay),
         )
         self.timers = Timers()
-        for reconciler in (self.workloads, self.scheduler, self.kubelet, self.timers):
+        for reconciler in (self.kubelet, self.timers):
             self.manager.register(reconciler)
+        # A workload controller counts its pods, the kube-scheduler tries every pending
+        # pod: once per instant, after the burst of changes (pods deleted one by one by
+        # the kubelet, nodes joining together) rather than once per change in it.
+        for reconciler in (self.workloads, self.scheduler):
+            self.after_quiet.register(reconciler)
         self.feed = DrainFeed(kube, WORLD_KINDS, self.handle, lambda kind: None)
 
     def pump(self) -> int:
@@ -97,7 +104,7 @@ class World:
 
     def _on_workload(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type != "DELETED":
-            self.manager.enqueue(Workloads.name, _workload_key(obj))
+            self.after_quiet.enqueue(Workloads.name, _workload_key(obj))
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         self.pods.apply(event_type, pod)
@@ -107,21 +114,29 @@ class World:
         for owner in owners if event_type != "MODIFIED" or not is_active(pod) else ():
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
-                self.manager.enqueue(Workloads.name, key)
-        if kubescheduler.wakes_it(event_type, pod):
-            self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
+                self.after_quiet.enqueue(Workloads.name, key)
+        if self.scheduler.on_pod(event_type, pod):
+            self._wake_scheduler()
         for key, delay in self.kubelet.keys_for_pod(event_type, pod):
             self.manager.enqueue(Kubelet.name, key, delay)
 
     def _on_node(self, event_type: str, node: dict[str, Any]) -> None:
         self.observer.on_node(event_type, node)
+        if self.scheduler.on_node(event_type, node):
+            self._wake_scheduler()
         if event_type == "DELETED":
             self.manager.enqueue(Kubelet.name, f"gc/{node['metadata']['name']}")
             return
-        self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
         if not node["metadata"].get("deletionTimestamp"):  # taints change as nodes start
             for ds in self.kube.list("DaemonSet").items:
-                self.manager.enqueue(Workloads.name, _workload_key(ds))
+                self.after_quiet.enqueue(Workloads.name, _workload_key(ds))
+
+    def _wake_scheduler(self) -> None:
+        self.after_quiet.enqueue(KubeScheduler.name, kubescheduler.KEY)
+
+    def next_due(self) -> float | None:
+        times = [t for t in (self.manager.next_due(), self.after_quiet.next_due()) if t is not None]
+        return min(times, default=None)
 
     def _on_nodeclaim(self, event_type: str, claim: dict[str, Any]) -> None:
         self.observer.on_nodeclaim(event_type, claim)
@@ -282,7 +297,7 @@ class Simulation:
                 return
             upcoming = [
                 t
-                for t in (self.operator.manager.next_due(), self.world.manager.next_due())
+                for t in (self.operator.manager.next_due(), self.world.next_due())
                 if t is not None
             ]
             target = min(upcoming, default=end)
@@ -310,6 +325,8 @@ class Simulation:
                 + self.world.manager.run_due()
                 + self.kube.collect_garbage()
             )
+            if not ran:  # quiet: now what waits for the rest (the kube-scheduler)
+                ran = self.world.after_quiet.run_due(limit=1)
             if not ran:
                 return
             total += ran
