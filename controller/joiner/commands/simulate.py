@@ -2,16 +2,22 @@
 
 Exit status: 0 when the run completed, every ``expect`` held and every ``settle``
 settled; 1 when an expectation failed; 2 when the scenario is invalid (the message
-names the field) or a ``settle`` step reached its bound with work still in flight.
-Failed expectations and unsettled steps are also printed to standard error, one line
-each, whatever the output format.
+names the field) or a ``settle`` step reached its bound with work still in flight; 3
+when the run reached one of its bounds (wall time, steps, NodeClaims, an instant that
+never settles: it did not converge), with a message naming the step. Failed
+expectations and unsettled steps are also printed to standard error, one line each,
+whatever the output format. On a terminal, a table run shows a progress bar on
+standard error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
+from joiner.sim import progress
+from joiner.sim.bounds import BoundReached
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import ScenarioError, load_scenario
 
@@ -38,10 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = Simulation(load_scenario(args.file), seed=args.seed).run()
-    except ScenarioError as err:
+        scenario = load_scenario(args.file)
+        with _progress_bar(args.output) as bar:
+            result = Simulation(scenario, seed=args.seed, progress=bar).run()
+    except (ScenarioError, BoundReached) as err:
         print(f"joiner simulate: {args.file}: {err}", file=sys.stderr)
-        return ScenarioError.exit_code
+        return err.exit_code
     if args.output == "json":
         print(result.to_json())
     else:
@@ -58,3 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if result.unsettled:
         return UNSETTLED_EXIT_CODE
     return 1 if result.failures else 0
+
+
+def _progress_bar(output: str) -> contextlib.AbstractContextManager[progress.Reporter | None]:
+    """A bar on standard error for people watching a terminal; nothing when the output
+    is for a program (json), standard error is not a terminal, or tqdm is missing."""
+    if output == "json" or not sys.stderr.isatty() or not progress.bar_available():
+        return contextlib.nullcontext()
+    return progress.ProgressBar(sys.stderr)

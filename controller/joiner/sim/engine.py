@@ -25,12 +25,14 @@ from joiner.kube.memory import MemoryKube
 from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
+from joiner.sim.bounds import BoundReached, Budget
 from joiner.sim.cloud import SimCloud, build_cloud
 from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
 from joiner.sim.podindex import PodIndex
+from joiner.sim.progress import REPORT_INTERVAL, Progress, Reporter
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -50,13 +52,9 @@ from joiner.sim.workloads import Workloads, is_active
 from joiner.state.feed import DrainFeed
 
 SIM_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: budgets' cron schedules read it
-MAX_RECONCILES_PER_INSTANT = 200_000
+EVENT_TTL = 3600.0  # kube-apiserver's --event-ttl default: the store holds an hour of Events
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")
 WORLD_KINDS = (*WORKLOAD_KINDS, "Pod", "Node", "NodeClaim", "Event")
-
-
-class SimulationError(RuntimeError):
-    """The simulated world stopped making sense (a bug, not a scenario problem)."""
 
 
 class World:
@@ -145,8 +143,19 @@ class World:
                 self.manager.enqueue(Kubelet.name, key, delay)
 
     def _on_event(self, event_type: str, event: dict[str, Any]) -> None:
-        if event_type == "ADDED":
-            self.observer.on_event(event)
+        self.observer.on_event(event_type, event)
+        if event_type == "ADDED":  # the API server keeps Events for EVENT_TTL
+            meta = event["metadata"]
+            self.timers.schedule(
+                self.manager,
+                f"event-ttl/{meta['namespace']}/{meta['name']}",
+                EVENT_TTL,
+                lambda: self._expire_event(meta["name"], meta["namespace"]),
+            )
+
+    def _expire_event(self, name: str, namespace: str) -> None:
+        with contextlib.suppress(NotFound):
+            self.kube.delete("Event", name, namespace)
 
 
 class Timers:
@@ -188,9 +197,15 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, seed: int = 0) -> None:
+    def __init__(self, scenario: Scenario, seed: int = 0, progress: Reporter | None = None) -> None:
+        """``progress`` is called every so often while the run goes on (see
+        ``joiner.sim.progress``)."""
         self.scenario = scenario
         self.clock = FakeClock(SIM_START)
+        self.budget = Budget(scenario.limits)
+        self.progress = progress
+        self._where = "spec.objects"  # the part of the scenario being run
+        self._reported = -REPORT_INTERVAL
         # The operator's state and the emulated cluster only read what their watches
         # deliver: one thawed object serves both.
         self.kube = MemoryKube(
@@ -245,6 +260,7 @@ class Simulation:
         self._run_instant()
         records = [self._step(step) for step in self.scenario.steps]
         self._run_instant()
+        self._report(force=True)
         return SimulationResult(
             scenario=self.scenario.name,
             steps=records,
@@ -255,6 +271,7 @@ class Simulation:
         )
 
     def _step(self, step: Step) -> StepRecord:
+        self._where = step.location
         failures: list[str] = []
         unsettled: str | None = None
         if isinstance(step, ApplyStep):
@@ -315,7 +332,7 @@ class Simulation:
             self.clock.set(target)
 
     def _run_instant(self) -> None:
-        total = 0
+        self.budget.new_instant()
         while True:
             self.kube.sync_disruption_budgets()  # the disruption controller's part
             ran = (
@@ -329,11 +346,38 @@ class Simulation:
                 ran = self.world.after_quiet.run_due(limit=1)
             if not ran:
                 return
-            total += ran
-            if total > MAX_RECONCILES_PER_INSTANT:
-                raise SimulationError(
-                    f"no quiescence at t={self.observer.elapsed():.0f}s after {total} steps"
-                )
+            self._charge(ran)
+
+    def _charge(self, steps: int) -> None:
+        """Count steps against the budget; stop the run when a bound is reached."""
+        exceeded = self.budget.charge(
+            steps, self.observer.pods.count(), len(self.operator.state.nodeclaims)
+        )
+        if exceeded is not None:
+            in_flight = ", ".join(self._in_flight()) or "nothing in flight"
+            raise BoundReached(
+                f"{self._where}: did not converge: {exceeded} at "
+                f"t={format_duration(self.observer.elapsed())} of virtual time, after "
+                f"{self.budget.steps:,} steps and {self.budget.wall_seconds():.0f}s ({in_flight})"
+            )
+        self._report()
+
+    def _report(self, force: bool = False) -> None:
+        """Tell the progress reporter where the run is, at most every REPORT_INTERVAL."""
+        wall = self.budget.wall_seconds()
+        if self.progress is None or (not force and wall - self._reported < REPORT_INTERVAL):
+            return
+        self._reported = wall
+        self.progress(
+            Progress(
+                virtual_seconds=self.observer.elapsed(),
+                virtual_bound=self.scenario.max_virtual_seconds,
+                steps=self.budget.steps,
+                pending_pods=self.observer.pods.pending_count(),
+                wall_seconds=wall,
+                where=self._where,
+            )
+        )
 
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being

@@ -61,6 +61,10 @@ class PodIndex:
     def pending_count(self) -> int:
         return len(self._pending)
 
+    def count(self) -> int:
+        """Every pod known, whatever its phase."""
+        return len(self._pods)
+
     def on_node(self, node_name: str) -> list[Pod]:
         """The pods bound to the node and not finished (Succeeded or Failed), in list order.
         The same list until they change: do not change it either."""
