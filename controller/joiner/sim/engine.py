@@ -27,6 +27,7 @@ from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
 from joiner.sim.bounds import BoundReached, Budget
 from joiner.sim.cloud import SimCloud, build_cloud
+from joiner.sim.heap import full_collections_spaced
 from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
@@ -244,7 +245,8 @@ class Simulation:
 
     def run(self) -> SimulationResult:
         try:
-            return self._run()
+            with full_collections_spaced():
+                return self._run()
         finally:
             self.close()
 
