@@ -85,7 +85,7 @@ class Disruption:
         self._simulations: dict[tuple[str, ...], Plan] = {}
         self._simulations_basis: tuple = ()
         # Free room on each node simulations may use, for the basis below.
-        self._room: dict[str, res.ResourceList] = {}
+        self._room = methods.Rooms.of({})
         self._room_basis: tuple | None = None
         # What consolidation last read when it found nothing to do, and why not.
         self._consolidated: tuple[tuple, dict[str, str]] | None = None
@@ -211,9 +211,7 @@ class Disruption:
         nodes. During busy hours most nodes are full, and this check spares a solve for
         each of them every pass."""
         requests = self._requests_of(candidate)
-        by_node = self._free_room()
-        rooms = [room for name, room in by_node.items() if name != candidate.name]
-        shortfall = methods.least_replacement_load(requests, rooms)
+        shortfall = methods.least_replacement_load(requests, self._free_room(), candidate.name)
         if not shortfall:
             return None
         return methods.no_cheaper_home(candidate, shortfall, self._launchable(), self.options)
@@ -236,7 +234,7 @@ class Disruption:
         pods = candidate.pods
         return self._requests.remember(pods, lambda: [pod_requests(p, {}) for p in pods])
 
-    def _free_room(self) -> dict[str, res.ResourceList]:
+    def _free_room(self) -> methods.Rooms:
         """Unrequested allocatable of each node a simulation may place pods on; remembered
         while the simulations are (see _simulate)."""
         basis = self._simulation_basis()
@@ -250,7 +248,7 @@ class Disruption:
                 room[sn.name] = self.state.memo(
                     ("disruption.free", sn.name), lambda sn=sn: self._unrequested(sn)
                 )
-            self._room, self._room_basis = room, basis
+            self._room, self._room_basis = methods.Rooms.of(room), basis
         return self._room
 
     def _unrequested(self, node: StateNode) -> res.ResourceList:

@@ -259,18 +259,53 @@ def single_node(
     return Verdict(None, skipped)
 
 
+@dataclass(frozen=True)
+class Rooms:
+    """The free room of the nodes pods may move to, as one matrix (nodes x resources),
+    built once per pass rather than once per candidate checked against it."""
+
+    rows: Mapping[str, int]  # node name -> its row
+    columns: Mapping[str, int]  # resource name -> its column
+    free: np.ndarray
+
+    @classmethod
+    def of(cls, by_node: Mapping[str, Mapping[str, int]]) -> Rooms:
+        names = sorted({name for room in by_node.values() for name in room})
+        return cls(
+            {node: row for row, node in enumerate(by_node)},
+            {name: column for column, name in enumerate(names)},
+            _matrix(list(by_node.values()), names),
+        )
+
+    def without(self, node: str, names: Sequence[str]) -> np.ndarray:
+        """The rooms of every node but ``node``, in the resources ``names`` (0 where a
+        node has none of one)."""
+        row = self.rows.get(node)
+        free = self.free if row is None else np.delete(self.free, row, axis=0)
+        chosen = np.zeros((free.shape[0], len(names)), dtype=np.int64)
+        for index, name in enumerate(names):
+            column = self.columns.get(name)
+            if column is not None:
+                chosen[:, index] = free[:, column]
+        return chosen
+
+
 def least_replacement_load(
-    requests: Sequence[Mapping[str, int]], rooms: Sequence[Mapping[str, int]]
+    requests: Sequence[Mapping[str, int]], rooms: Rooms, node: str = ""
 ) -> dict[str, int]:
-    """The least a replacement must hold of pods with these ``requests`` when the other
-    nodes have this free room: the pods that fit in no room, plus what the rest need beyond
-    the rooms that can take at least one of them (each resource on its own). Empty when
-    they might all fit elsewhere."""
+    """The least a replacement for ``node`` must hold of pods with these ``requests``
+    when the other nodes have their ``rooms`` free: the pods that fit in no room, plus
+    what the rest need beyond the rooms that can take at least one of them (each resource
+    on its own). Empty when they might all fit elsewhere."""
+    if not requests:
+        return {}
     names = sorted({name for r in requests for name in r})
-    need = _matrix(requests, names)  # pods x resources
-    free = _matrix(rooms, names)  # rooms x resources
-    fit = (need[:, None, :] <= free[None, :, :]).all(axis=2)  # pod fits room
+    # Pods of one workload ask for the same: each distinct request once, with its count.
+    shapes, counts = np.unique(_matrix(requests, names), axis=0, return_counts=True)
+    free = rooms.without(node, names)  # rooms x resources
+    fit = (shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
+    need = shapes * counts[:, None]
     beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
     load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
     return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}

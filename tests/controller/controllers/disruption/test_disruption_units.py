@@ -20,6 +20,7 @@ from joiner.controllers.disruption.candidates import (
 )
 from joiner.controllers.disruption.methods import (
     ConsolidationOptions,
+    Rooms,
     least_replacement_load,
     no_cheaper_home,
 )
@@ -177,8 +178,20 @@ def test_least_replacement_load_counts_stranded_pods_and_what_the_usable_rooms_l
     """[DISR-7] A pod that fits in no other node's room must go to the replacement; a room
     too small for any of the pods gives nothing; the rest need what the usable rooms lack."""
     big, small = {"cpu": 3000, "pods": 1000}, {"cpu": 500, "pods": 1000}
-    rooms = [{"cpu": 1000, "pods": 10000}, {"cpu": 400, "memory": 2**40, "pods": 10000}]
-    assert least_replacement_load([big, small], rooms) == {"cpu": 3000, "pods": 1000}
-    assert least_replacement_load([small, small], rooms) == {}
-    assert least_replacement_load([small] * 3, rooms) == {"cpu": 500}
-    assert least_replacement_load([small], []) == {"cpu": 500, "pods": 1000}
+    rooms = Rooms.of(
+        {
+            "a": {"cpu": 1000, "pods": 10000},
+            "b": {"cpu": 400, "memory": 2**40, "pods": 10000},
+            "self": {"cpu": 64000, "pods": 10000},  # the candidate's own room does not count
+        }
+    )
+    assert least_replacement_load([big, small], rooms, "self") == {"cpu": 3000, "pods": 1000}
+    assert least_replacement_load([small, small], rooms, "self") == {}
+    assert least_replacement_load([small] * 3, rooms, "self") == {"cpu": 500}
+    assert least_replacement_load([small, big, small, small], rooms, "self") == {
+        "cpu": 3500,
+        "pods": 1000,
+    }
+    assert least_replacement_load([small], Rooms.of({}), "self") == {"cpu": 500, "pods": 1000}
+    assert least_replacement_load([big], rooms, "elsewhere") == {}
+    assert least_replacement_load([], rooms, "self") == {}
