@@ -78,7 +78,7 @@ class Disruption:
         self._offerings_read: IdentityCache[tuple] = IdentityCache(OFFERINGS_READ_KEPT)
         self._launchable_types: list[InstanceType] | None = None  # this pass's, see _launchable
         self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
-        self._requests: IdentityCache[list[res.ResourceList]] = IdentityCache(PODS_LISTS_KEPT)
+        self._requests: IdentityCache[methods.PodShapes] = IdentityCache(PODS_LISTS_KEPT)
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
@@ -229,10 +229,12 @@ class Disruption:
             ]
         return self._launchable_types
 
-    def _requests_of(self, candidate: Candidate) -> list[res.ResourceList]:
-        """Each of the candidate's pods' requests, remembered while they are the same pods."""
+    def _requests_of(self, candidate: Candidate) -> methods.PodShapes:
+        """The candidate's pods' requests, remembered while they are the same pods."""
         pods = candidate.pods
-        return self._requests.remember(pods, lambda: [pod_requests(p, {}) for p in pods])
+        return self._requests.remember(
+            pods, lambda: methods.PodShapes.of([pod_requests(p, {}) for p in pods])
+        )
 
     def _free_room(self) -> methods.Rooms:
         """Unrequested allocatable of each node a simulation may place pods on; remembered

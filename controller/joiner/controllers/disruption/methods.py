@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from joiner.api import labels as wk
-from joiner.api import resources as res
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.identity import IdentityCache
 from joiner.scheduling.model import NodeClaimPlan, Plan
 
 MULTI_NODE_MAX_CANDIDATES = 100
@@ -290,30 +290,73 @@ class Rooms:
         return chosen
 
 
-def least_replacement_load(
-    requests: Sequence[Mapping[str, int]], rooms: Rooms, node: str = ""
-) -> dict[str, int]:
-    """The least a replacement for ``node`` must hold of pods with these ``requests``
-    when the other nodes have their ``rooms`` free: the pods that fit in no room, plus
-    what the rest need beyond the rooms that can take at least one of them (each resource
-    on its own). Empty when they might all fit elsewhere."""
-    if not requests:
+@dataclass(frozen=True)
+class PodShapes:
+    """Pods' requests as the distinct requests (rows over ``names``) with how many pods
+    ask for each: pods of one workload ask for the same."""
+
+    names: tuple[str, ...]
+    shapes: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, requests: Sequence[Mapping[str, int]]) -> PodShapes:
+        names = sorted({name for r in requests for name in r})
+        if not names:
+            return cls((), np.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        shapes, counts = np.unique(_matrix(requests, names), axis=0, return_counts=True)
+        return cls(tuple(names), shapes, counts)
+
+
+def least_replacement_load(pods: PodShapes, rooms: Rooms, node: str = "") -> dict[str, int]:
+    """The least a replacement for ``node`` must hold of these ``pods`` when the other
+    nodes have their ``rooms`` free: the pods that fit in no room, plus what the rest need
+    beyond the rooms that can take at least one of them (each resource on its own). Empty
+    when they might all fit elsewhere."""
+    if not pods.names:
         return {}
-    names = sorted({name for r in requests for name in r})
-    # Pods of one workload ask for the same: each distinct request once, with its count.
-    shapes, counts = np.unique(_matrix(requests, names), axis=0, return_counts=True)
-    free = rooms.without(node, names)  # rooms x resources
-    fit = (shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
+    free = rooms.without(node, pods.names)  # rooms x resources
+    fit = (pods.shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
-    need = shapes * counts[:, None]
+    need = pods.shapes * pods.counts[:, None]
     beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
     load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
-    return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}
+    return {name: int(n) for name, n in zip(pods.names, load, strict=True) if n > 0}
 
 
 def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
     rows = [[resources.get(name, 0) for name in names] for resources in lists]
     return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
+
+
+# Each instance type list's allocatable as a matrix (types x resources), while the list
+# is the same object (the controller works out one list per pass).
+_ALLOCATABLE: IdentityCache[tuple[dict[str, int], np.ndarray]] = IdentityCache(8)
+
+
+def _fitting(
+    requests: Mapping[str, int], instance_types: Sequence[InstanceType]
+) -> list[InstanceType]:
+    """The types whose allocatable holds ``requests`` (``resources.fits`` of each, at once)."""
+    columns, allocatable = _ALLOCATABLE.remember(
+        (instance_types,), lambda: _allocatable_matrix(instance_types)
+    )
+    fit = np.ones(len(instance_types), dtype=bool)
+    for name, amount in requests.items():
+        column = columns.get(name)
+        if not amount:
+            continue
+        fit &= amount <= (0 if column is None else allocatable[:, column])
+    return [it for it, fits in zip(instance_types, fit, strict=True) if fits]
+
+
+def _allocatable_matrix(
+    instance_types: Sequence[InstanceType],
+) -> tuple[dict[str, int], np.ndarray]:
+    names = sorted({name for it in instance_types for name in it.allocatable})
+    return {name: column for column, name in enumerate(names)}, _matrix(
+        [it.allocatable for it in instance_types], names
+    )
 
 
 def no_cheaper_home(
@@ -326,7 +369,7 @@ def no_cheaper_home(
     than the free room elsewhere: its replacement would have to hold at least that, and no
     instance type that can is cheap enough (for spot-to-spot: not 15 of them). None when
     one might be, or when nothing holds it (the simulation then says what is missing)."""
-    fitting = [it for it in instance_types if res.fits(shortfall, it.allocatable)]
+    fitting = _fitting(shortfall, instance_types)
     if not fitting:
         return None
     spot = other = 0
