@@ -191,7 +191,7 @@ def _nodepool(max_cpu: int) -> dict[str, Any]:
 class _Stand:
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
+        self.kube = MemoryKube(self.clock)
         self.cloud = FakeCloudProvider(benchmark_instance_types(400), self.clock)
         self.operator = Operator(
             self.kube,

@@ -192,8 +192,11 @@ def moto_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def store() -> MemoryKube:
-    return MemoryKube(RealClock())
+def store() -> Iterator[MemoryKube]:
+    """The in-memory API server on the wall clock, its emulated controllers running."""
+    kube = MemoryKube(RealClock(), controllers="threaded")
+    yield kube
+    kube.close()
 
 
 @pytest.fixture

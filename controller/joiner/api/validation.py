@@ -39,18 +39,37 @@ NOT_CHECKED = (
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
+# The API server's cause reasons of the schema checks. Those in ``BLOCKING_REASONS`` (a
+# wrong type, a missing field, a value outside an enum, too long or too many) stop it
+# before it evaluates the CEL rules.
+INVALID = "FieldValueInvalid"
+TYPE_INVALID = "FieldValueTypeInvalid"
+REQUIRED = "FieldValueRequired"
+NOT_SUPPORTED = "FieldValueNotSupported"
+TOO_LONG = "FieldValueTooLong"
+TOO_MANY = "FieldValueTooMany"
+DUPLICATE = "FieldValueDuplicate"
+BLOCKING_REASONS = frozenset({TYPE_INVALID, REQUIRED, NOT_SUPPORTED, TOO_LONG, TOO_MANY})
+
 
 @dataclass(frozen=True)
 class FieldError:
     """One problem with one field. ``path`` is like ``spec.disruption.budgets[0].nodes``.
     A ``blocking`` error keeps the API server from evaluating the CEL rules; a ``decoding``
     one (an unknown field, metadata of the wrong type) refuses the request before any
-    validation (HTTP 400, where the server names only unknown fields)."""
+    validation (HTTP 400, where the server names only unknown fields). ``reason`` is the
+    API server's cause reason for it."""
 
     path: str
     message: str
     blocking: bool = field(default=False, compare=False, repr=False)
     decoding: bool = field(default=False, compare=False, repr=False)
+    reason: str = field(default=INVALID, compare=False, repr=False)
+
+    @classmethod
+    def schema(cls, path: str, message: str, reason: str) -> FieldError:
+        """A schema check's error; its reason says whether it blocks the rules."""
+        return cls(path, message, blocking=reason in BLOCKING_REASONS, reason=reason)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -178,7 +197,7 @@ def _errors(kind: Kind, obj: dict[str, Any], with_status: bool) -> list[FieldErr
         errors += [e for e in schema_errors(status, obj["status"], "status") if e.decoding]
     nodes = list(walk(kind.schema, body))
     errors += [error for node, val, at in nodes for error in _local_errors(node, val, at)]
-    errors += _scale_errors(kind, obj)
+    errors += _scale_errors(kind, obj, with_status)
     return _with_rules(nodes, errors)
 
 
@@ -195,17 +214,26 @@ def _with_rules(nodes: list[tuple[Schema, Any, str]], errors: list[FieldError]) 
     return errors
 
 
-def _scale_errors(kind: Kind, obj: dict[str, Any]) -> list[FieldError]:
-    """The scale subresource reads ``spec.replicas`` as a non-negative int32, on create
-    too; the server reports it with a leading dot."""
+def _scale_errors(kind: Kind, obj: dict[str, Any], with_status: bool) -> list[FieldError]:
+    """The scale subresource reads ``spec.replicas`` (and, on a status write, the status
+    replicas path) as a non-negative int32, on create too; the server reports it with a
+    leading dot."""
     if kind.scale is None:
         return []
+    paths = [kind.scale.spec_replicas_path]
+    if with_status:
+        paths.append(kind.scale.status_replicas_path)
+    return [error for path in paths for error in _replicas_errors(obj, path)]
+
+
+def _replicas_errors(obj: dict[str, Any], path: str) -> list[FieldError]:
     value: Any = obj
-    for part in kind.scale.spec_replicas_path.strip(".").split("."):
+    for part in path.strip(".").split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    if value is None or not _is_integer(value):
+    if value is None:
         return []
-    path = kind.scale.spec_replicas_path
+    if not _is_integer(value):
+        return [FieldError(path, f"{path} accessor error: {value!r} is not an integer")]
     if value < 0:
         return [FieldError(path, f"must be a non-negative integer, got {int(value)}")]
     if value > INT32[1]:
@@ -248,8 +276,8 @@ def _children(
 def _local_errors(schema: Schema, value: Any, path: str) -> list[FieldError]:
     type_error = _type_error(schema, value)
     if type_error:
-        return [FieldError(path, type_error, blocking=True)]
-    errors = [FieldError(path, m, blocking) for m, blocking in _value_messages(schema, value)]
+        return [FieldError.schema(path, type_error, TYPE_INVALID)]
+    errors = [FieldError.schema(path, m, reason) for m, reason in _value_messages(schema, value)]
     if isinstance(value, dict) and not schema.free_form and not schema.preserve_unknown:
         errors += _object_errors(schema, value, path)
     if schema.unique and isinstance(value, list):
@@ -318,16 +346,16 @@ def _is_date_time(value: str) -> bool:
     return True
 
 
-def _value_messages(schema: Schema, value: Any) -> list[tuple[str, bool]]:
-    """(message, blocking) of the checks on a value of the right type."""
-    checks: tuple[tuple[Callable[[Schema, Any], str | None], bool], ...] = (
-        (_enum_message, True),
-        (_pattern_message, False),
-        (_bound_message, False),
-        (_too_few_message, False),
-        (_too_many_message, True),
+def _value_messages(schema: Schema, value: Any) -> list[tuple[str, str]]:
+    """(message, reason) of the checks on a value of the right type."""
+    checks: tuple[tuple[Callable[[Schema, Any], str | None], str], ...] = (
+        (_enum_message, NOT_SUPPORTED),
+        (_pattern_message, INVALID),
+        (_bound_message, INVALID),
+        (_too_few_message, INVALID),
+        (_too_many_message, TOO_LONG if isinstance(value, str) else TOO_MANY),
     )
-    return [(message, blocking) for check, blocking in checks if (message := check(schema, value))]
+    return [(message, reason) for check, reason in checks if (message := check(schema, value))]
 
 
 def _enum_message(schema: Schema, value: Any) -> str | None:
@@ -398,7 +426,7 @@ def _count_message(count: int, least: int | None, most: int | None, unit: str) -
 
 def _object_errors(schema: Schema, value: dict[str, Any], path: str) -> list[FieldError]:
     errors = [
-        FieldError(_join(path, f".{name}"), "is required", blocking=True)
+        FieldError.schema(_join(path, f".{name}"), "is required", REQUIRED)
         for name in schema.required
         if name not in value
     ]
@@ -416,7 +444,9 @@ def _duplicates(items: list[Any], path: str) -> list[FieldError]:
     errors = []
     for index, item in enumerate(items):
         if item in seen:
-            errors.append(FieldError(f"{path}[{index}]", f"duplicate value {item!r}"))
+            errors.append(
+                FieldError.schema(f"{path}[{index}]", f"duplicate value {item!r}", DUPLICATE)
+            )
         seen.append(item)
     return errors
 

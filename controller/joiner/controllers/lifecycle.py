@@ -27,7 +27,7 @@ from joiner.controllers.context import Controller
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import Conflict, NotFound
-from joiner.scheduling.taints import same_taint
+from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,11 @@ class NodeClaimLifecycle(Controller):
         taints = (node.get("spec") or {}).get("taints") or []
         if any(same_taint(s, t) for s in claim.startup_taints for t in taints):
             return "startup taints present"
+        # A Ready Node keeps the not-ready taint until the node lifecycle controller
+        # removes it; pods cannot land on it before [LIFE-1].
+        ephemeral = [t for t in taints if t.get("key") in EPHEMERAL_TAINT_KEYS]
+        if ephemeral:
+            return f"ephemeral taint {describe(ephemeral[0])} present"
         allocatable = res.parse_resource_list(status.get("allocatable"))
         for name, amount in claim.requests_milli.items():
             extended = name not in (res.CPU, res.MEMORY, res.PODS, res.EPHEMERAL_STORAGE)

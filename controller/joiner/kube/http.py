@@ -25,8 +25,10 @@ without items), so a broken answer is never read as an empty one.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -66,6 +68,9 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # says it did not act (429, 503), so a create is never sent twice after a 500.
 _RETRYABLE_READ = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_WRITE = frozenset({429, 503})
+# Every write asks the server to refuse unknown fields (by default it drops them with a
+# warning), so a typo in a field the controller writes fails loudly.
+_STRICT = {"fieldValidation": "Strict"}
 # The Kubernetes verb of each method, for error messages (a GET of a collection: "list").
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
@@ -291,9 +296,19 @@ class HttpWatch:
             self.stop()
 
     def stop(self) -> None:
+        """End the watch, from any thread: the socket is shut down first, so a reader
+        blocked on it wakes at once (closing the response alone would leave it blocked,
+        and the connection open until the server's timeout)."""
         self._stopped = True
-        if self._response is not None:
-            self._response.close()
+        response = self._response
+        if response is None:
+            return
+        stream = response.extensions.get("network_stream")
+        sock = None if stream is None else stream.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        response.close()
 
 
 def _watch_event(line: str) -> WatchEvent:
@@ -532,21 +547,21 @@ class HttpKube:
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         namespace = (metadata.get("namespace") or "default") if rk.namespaced else None
-        return self._request("POST", rk.collection_path(namespace), body=obj)
+        return self._request("POST", rk.collection_path(namespace), params=_STRICT, body=obj)
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         path = rk.object_path(
             self._name(rk, metadata), self._namespace(rk, metadata.get("namespace"))
         )
-        return self._request("PUT", path, body=obj)
+        return self._request("PUT", path, params=_STRICT, body=obj)
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         rk, metadata = self._kind_of(obj)
         path = rk.object_path(
             self._name(rk, metadata), self._namespace(rk, metadata.get("namespace"))
         )
-        return self._request("PUT", f"{path}/status", body=obj)
+        return self._request("PUT", f"{path}/status", params=_STRICT, body=obj)
 
     def patch(
         self,
@@ -566,7 +581,7 @@ class HttpKube:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise UnsupportedMediaType(f"unknown patch type {patch_type!r}")
-        return self._request("PATCH", path, body=patch, content_type=content_type)
+        return self._request("PATCH", path, params=_STRICT, body=patch, content_type=content_type)
 
     def delete(
         self,

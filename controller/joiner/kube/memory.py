@@ -1,37 +1,38 @@
-"""The memory adapter: an in-process Kubernetes API store with API server semantics.
+"""The memory adapter: an in-process Kubernetes API store that behaves as kube-apiserver
+v1.36 with kube-controller-manager does (the contract suite,
+tests/controller/kube/test_kube_contract.py, runs the same assertions against both).
 
 What it keeps faithful (the simulator and the tests stand on these):
 resourceVersion on every write and list; optimistic concurrency (409 Conflict on a
-stale resourceVersion); uid, creationTimestamp, generateName; generation bumped by
-spec writes only; the status subresource; label and field selectors; watches that
-resume from a resourceVersion (410 Gone once compacted); finalizers and
-deletionTimestamp; graceful pod deletion (a bound pod stays Terminating until
-deleted with grace 0, as the kubelet does); owner-reference garbage collection
-(Background, Foreground, Orphan); eviction checked against PodDisruptionBudgets;
-the pod binding subresource.
+stale resourceVersion); uid, creationTimestamp, generateName; generation (on the kinds
+that have one) bumped by spec writes and by deletion only; the status subresource;
+label and field selectors; watches that resume from a resourceVersion (served from the
+history it keeps, as the watch cache serves them; 410 Gone only beyond it, and no
+bookmarks); decoding as the server decodes (``joiner.kube.decoding``: a wrong JSON type
+is a 400, unknown fields are dropped with a warning or refused under
+``fieldValidation=Strict``); the defaults and mutating admission of built-in kinds
+(``joiner.kube.admission``: pod defaults and tolerations, the not-ready taint of a new
+Node); validation (``joiner.kube.validation``, 422); strategic merge patch as the server
+orders lists; finalizers and deletionTimestamp; graceful pod deletion (every pod is
+first marked, then removed: MODIFIED, then DELETED; a bound pod stays Terminating until
+deleted with grace 0, as the kubelet does); DELETE answering a Status for what goes at
+once, the object for what stays or for a pod; eviction checked against the stored
+PodDisruptionBudget status; the pod binding subresource.
+
+What kube-controller-manager does (garbage collection, PDB status, namespace
+finalization, pod garbage collection, the node lifecycle's taints) happens after the
+write, as it does on a real cluster: the emulated controllers of
+``joiner.kube.controllermanager`` do it after the measured delays on the store's clock.
+Two ways to drive them:
+
+* ``controllers="threaded"``: a thread of the store runs them as the clock passes their
+  time (a clock that runs by itself: the HTTP server of the tests and of ``kubectl``).
+* ``controllers="manual"`` (the default): the owner calls ``run_controllers()`` at the
+  times ``next_due()`` names, e.g. the simulator on its virtual clock, pumping watches
+  with the non-blocking ``MemoryWatch.drain()``.
 
 Time comes from the injected Clock. uids and generated names come from a seeded
 random source, so a simulation replays identically.
-
-Two ways to drive it:
-* Threaded (production-style manager, HTTP server): ``garbage_collection="immediate"``
-  (the default). The garbage collector's work runs inside the write that caused it,
-  after the write itself is committed, so dependents disappear in a later
-  resourceVersion than their owner, exactly as background propagation orders them.
-  Watches block in ``for event in watch`` with a timeout; the store is guarded by
-  one re-entrant lock.
-* Discrete-event simulator: ``garbage_collection="manual"``; the loop calls
-  ``collect_garbage()`` (and ``sync_disruption_budgets()``) at the virtual times it
-  chooses, and pumps watches with the non-blocking ``MemoryWatch.drain()``.
-
-The garbage collector here also stands in for two more controllers of
-kube-controller-manager: pod GC (pods bound to a Node that was deleted are
-force-deleted) and the namespace controller (a deleted Namespace is Terminating,
-its objects are deleted, and it goes once it is empty; creating in it is a 403).
-
-The disruption controller is emulated lazily: PodDisruptionBudget status is
-brought up to date before a PDB is read (get, list, watch start), before every
-eviction and by ``sync_disruption_budgets()``.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ import random
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, Literal
 
 from joiner.clock import Clock, RealClock, to_rfc3339
-from joiner.kube import disruption
+from joiner.kube import admission
 from joiner.kube.api import (
     AlreadyExists,
     BadRequest,
@@ -64,6 +65,16 @@ from joiner.kube.api import (
     WatchEvent,
     WatchEventType,
 )
+from joiner.kube.controllermanager import (
+    FOREGROUND_FINALIZER,
+    ORPHAN_FINALIZER,
+    SCALED_KINDS,
+    Committed,
+    ControllerManager,
+)
+from joiner.kube.coreschema import core_schema
+from joiner.kube.decoding import FieldValidation, decode_body, decode_patched
+from joiner.kube.disruption import is_pod_healthy, record_eviction
 from joiner.kube.jsondata import clone, freeze, thaw
 from joiner.kube.patch import json_merge_patch, json_patch, strategic_merge_patch
 from joiner.kube.resources import Registry, ResourceKind, default_registry
@@ -74,25 +85,26 @@ from joiner.kube.selectors import (
     parse_label_selector,
     selector_from_label_selector,
 )
-from joiner.kube.validation import admit_create, admit_update, check_name, invalid
+from joiner.kube.validation import check_name, invalid, validate_create, validate_update
 
 Key = tuple[str, str]  # (namespace or "", name)
-GarbageCollection = Literal["immediate", "manual"]
+ControllerMode = Literal["threaded", "manual"]
 
-ORPHAN_FINALIZER = "orphan"
-FOREGROUND_FINALIZER = "foregroundDeletion"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-DEFAULT_POD_GRACE_SECONDS = 30
+DEFAULT_POD_GRACE_SECONDS = admission.DEFAULT_GRACE_SECONDS
 SHARED_OBJECTS_KEPT = 4096  # watch objects kept for the other watches, see _watched
-# Kinds whose status is reset on create (the API server ignores a client's status).
+THREAD_IDLE_WAIT = 1.0  # seconds the controllers' thread sleeps at most between looks
+# Kinds whose status is set on create (the API server ignores a client's status).
 _STATUS_ON_CREATE: dict[str, dict[str, Any]] = {
     "Pod": {"phase": "Pending"},
     "PersistentVolume": {"phase": "Pending"},
     "PersistentVolumeClaim": {"phase": "Pending"},
     "Namespace": {"phase": "Active"},
+    "Service": {"loadBalancer": {}},
 }
 _KEEPS_STATUS_ON_CREATE = frozenset({"Node", "Event"})
-_SCALED_KINDS = frozenset({"ReplicaSet", "StatefulSet", "Deployment", "ReplicationController"})
+# Built-in kinds with metadata.generation (custom resources all have it).
+_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget", "DaemonSet", "Job", *SCALED_KINDS})
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -103,6 +115,20 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _resource_name(rk: ResourceKind) -> str:
     return f"{rk.plural}.{rk.group}" if rk.group else rk.plural
+
+
+def deleted_status(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
+    """What DELETE answers for an object that went at once (pods answer themselves)."""
+    details = {"name": obj["metadata"]["name"], "kind": rk.plural, "uid": obj["metadata"]["uid"]}
+    if rk.group:
+        details["group"] = rk.group
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
 
 
 class _Change:
@@ -118,7 +144,10 @@ class _Change:
 
 
 class MemoryWatch:
-    """One watch on the memory store: iterate (blocking, with timeout) or drain()."""
+    """One watch on the memory store: iterate (blocking, with timeout) or drain().
+
+    As kube-apiserver at a watch's end, it sends no bookmark: ``allow_bookmarks`` only
+    allows them, and the store never sends one."""
 
     def __init__(
         self,
@@ -127,7 +156,6 @@ class MemoryWatch:
         namespace: str | None,
         matcher: Matcher | None,
         timeout_seconds: float | None,
-        allow_bookmarks: bool,
     ) -> None:
         self._store = store
         self.kind = rk
@@ -135,7 +163,6 @@ class MemoryWatch:
         self._matches = matcher
         self.filtered = bool(namespace) or matcher is not None
         self._timeout = timeout_seconds
-        self._allow_bookmarks = allow_bookmarks
         self._events: deque[tuple[WatchEventType, bytes]] = deque()
         self._stopped = False
 
@@ -191,8 +218,6 @@ class MemoryWatch:
             if event is None:
                 break
             yield WatchEvent(event[0], thaw(event[1]))
-        if self._allow_bookmarks and not self._stopped:
-            yield self._store._bookmark(self.kind)
         self.stop()
 
     def _next(self, deadline: float | None) -> tuple[WatchEventType, bytes] | None:
@@ -215,7 +240,7 @@ class MemoryKube:
         clock: Clock | None = None,
         *,
         registry: Registry | None = None,
-        garbage_collection: GarbageCollection = "immediate",
+        controllers: ControllerMode = "manual",
         watch_history: int = 20_000,
         seed: int = 0,
         namespaces: tuple[str, ...] = DEFAULT_NAMESPACES,
@@ -223,11 +248,14 @@ class MemoryKube:
     ) -> None:
         """``share_watched_objects``: watches draining the same change get the same
         object, thawed once, instead of a copy each. Only for consumers that never edit
-        what a watch gives them (the simulator's operator and emulated cluster)."""
+        what a watch gives them (the simulator's operator and emulated cluster).
+        ``watch_history``: how many changes watches can resume from (the watch cache)."""
         self.clock: Clock = clock or RealClock()
         self.registry = registry or default_registry()
         self._namespace_kind = self.registry.lookup("Namespace", "v1")
-        self._gc_immediate = garbage_collection == "immediate"
+        self._pod_kind = self.registry.lookup("Pod", "v1")
+        self._node_kind = self.registry.lookup("Node", "v1")
+        self._pdb_kind = self.registry.lookup("PodDisruptionBudget", "policy/v1")
         self._history_limit = watch_history
         self._random = random.Random(seed)
         self._lock = threading.RLock()
@@ -244,18 +272,21 @@ class MemoryKube:
         self._history: list[_Change] = []
         self._compacted_through = 0  # every change with rv <= this is gone from history
         self._watchers: dict[ResourceKind, list[MemoryWatch]] = {rk: [] for rk in self.registry}
-        self._gc_dependents: OrderedDict[tuple[ResourceKind, Key], None] = OrderedDict()
-        self._gc_owners: OrderedDict[str, None] = OrderedDict()
-        self._gc_orphan_pods: OrderedDict[Key, None] = OrderedDict()
-        self._gc_namespaces: OrderedDict[str, None] = OrderedDict()
-        self._pdb_dirty: OrderedDict[str, None] = OrderedDict()
         # frozen form -> its thawed object, while other watches may still drain it (the
         # bytes are held, so no id is reused); None: each watch thaws its own copy
         self._shared: dict[int, tuple[bytes, dict[str, Any]]] | None = (
             {} if share_watched_objects else None
         )
+        self.controllers = ControllerManager(self)
         for name in namespaces:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        if controllers == "threaded":
+            self._thread = threading.Thread(
+                target=self._run_controllers_forever, name="kube-controllers", daemon=True
+            )
+            self._thread.start()
 
     def _watched(self, blob: bytes) -> dict[str, Any]:
         """A drained watch event's object (see ``share_watched_objects``)."""
@@ -267,6 +298,35 @@ class MemoryKube:
                 self._shared.clear()
             found = self._shared[id(blob)] = (blob, thaw(blob))
         return found[1]
+
+    # ------------------------------------------------- emulated controllers
+
+    def next_due(self) -> float | None:
+        """When an emulated controller next has work (None: nothing queued)."""
+        with self._lock:
+            return self.controllers.next_due()
+
+    def run_controllers(self) -> int:
+        """Do the emulated controllers' work that is due now; returns how much."""
+        with self._lock:
+            return self.controllers.run_due()
+
+    def _run_controllers_forever(self) -> None:
+        with self._changed:
+            while not self._closed.is_set():
+                self.controllers.run_due()
+                due = self.controllers.next_due()
+                wait = THREAD_IDLE_WAIT if due is None else due - self.clock.now()
+                if wait > 0:
+                    self._changed.wait(min(wait, THREAD_IDLE_WAIT))
+
+    def close(self) -> None:
+        """Stop the controllers' thread (a threaded store)."""
+        self._closed.set()
+        with self._changed:
+            self._changed.notify_all()
+        if self._thread is not None:
+            self._thread.join()
 
     # ----------------------------------------------------------------- reads
 
@@ -280,8 +340,6 @@ class MemoryKube:
     ) -> dict[str, Any]:
         rk = self.registry.lookup(kind, api_version)
         with self._lock:
-            if rk.kind == "PodDisruptionBudget":
-                self.sync_disruption_budgets()
             self._existing(rk, name, namespace)  # NotFound when absent
             return thaw(self._frozen[rk][self._key(rk, name, namespace)])
 
@@ -299,8 +357,6 @@ class MemoryKube:
         fields = parse_field_selector(field_selector, rk.kind)
         matches = object_matcher(labels, fields)
         with self._lock:
-            if rk.kind == "PodDisruptionBudget":
-                self.sync_disruption_budgets()
             table, frozen = self._tables[rk], self._frozen[rk]
             keys = self._candidate_keys(rk, table, fields.exact("spec.nodeName"))
             ns = namespace if rk.namespaced else None
@@ -314,7 +370,7 @@ class MemoryKube:
     def _candidate_keys(
         self, rk: ResourceKind, table: dict[Key, dict[str, Any]], node_name: str | None
     ) -> Any:
-        if rk.kind == "Pod" and not rk.group and node_name is not None:
+        if self._is_pod(rk) and node_name is not None:
             return self._pods_by_node.get(node_name, set())
         return table.keys()
 
@@ -332,16 +388,14 @@ class MemoryKube:
     ) -> MemoryWatch:
         """Watch a kind. Without a resourceVersion (or "0") the current objects arrive
         first as ADDED; with one, every change after it is replayed, or Gone (410) is
-        raised when history that old has been compacted."""
+        raised when it is older than the history kept."""
         rk = self.registry.lookup(kind, api_version)
         labels = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector, rk.kind)
         matches = None if labels.empty and fields.empty else object_matcher(labels, fields)
         ns = namespace if rk.namespaced else None
         with self._lock:
-            if rk.kind == "PodDisruptionBudget":
-                self.sync_disruption_budgets()
-            watch = MemoryWatch(self, rk, ns, matches, timeout_seconds, allow_bookmarks)
+            watch = MemoryWatch(self, rk, ns, matches, timeout_seconds)
             if resource_version in (None, "", "0"):
                 self._replay_state(watch, rk)
             else:
@@ -369,33 +423,30 @@ class MemoryKube:
         except ValueError:
             raise BadRequest(f'invalid resource version "{resource_version}"') from None
 
-    def _bookmark(self, rk: ResourceKind) -> WatchEvent:
-        with self._lock:
-            rv = str(self._rv)
-        return WatchEvent(
-            "BOOKMARK",
-            {"apiVersion": rk.api_version, "kind": rk.kind, "metadata": {"resourceVersion": rv}},
-        )
-
     def _detach(self, watch: MemoryWatch) -> None:
         watchers = self._watchers[watch.kind]
         if watch in watchers:
             watchers.remove(watch)
 
-    def compact(self, resource_version: str | None = None) -> None:
-        """Forget watch history up to resource_version (default: all of it), as etcd
-        compaction does; watches resuming from before it get 410 Gone."""
-        with self._lock:
-            through = self._rv if resource_version is None else self._parse_rv(resource_version)
-            self._history = [c for c in self._history if c.rv > through]
-            self._compacted_through = max(self._compacted_through, through)
-
     # ----------------------------------------------------------------- writes
+    # Each write takes ``field_validation`` (as the request parameter: the adapter's
+    # callers get Strict, as the http adapter sends) and, for the HTTP server, a list
+    # that collects the warnings of unknown fields dropped under Warn.
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_validation: FieldValidation = "Strict",
+        warnings: list[str] | None = None,
+    ) -> dict[str, Any]:
         rk = self._kind_of(obj)
         with self._lock:
-            new = admit_create(rk, clone(obj))
+            new = clone(obj)
+            decode_body(rk, new, field_validation, _collector(warnings))
+            admission.default(rk, new)
+            admission.admit_create(rk, new)
+            new = validate_create(rk, new)
             metadata = new["metadata"]
             namespace = self._namespace_for_create(rk, metadata)
             name = metadata.get("name") or self._generate_name(rk, namespace, metadata)
@@ -403,30 +454,43 @@ class MemoryKube:
                 raise AlreadyExists(f'{_resource_name(rk)} "{name}" already exists')
             self._initialise(rk, new, namespace, name)
             committed = self._commit(rk, (namespace, name), new, "ADDED", None)
-            self._after_write()
             return clone(committed)
 
-    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def update(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_validation: FieldValidation = "Strict",
+        warnings: list[str] | None = None,
+    ) -> dict[str, Any]:
         """Replace an object (PUT). A stale metadata.resourceVersion is a 409 Conflict;
         status changes are ignored for kinds with a status subresource."""
         rk = self._kind_of(obj)
         with self._lock:
-            old = self._existing_for_write(rk, obj)
-            self._check_resource_version(rk, old, obj, required=rk.custom)
-            new = self._prepare_spec_write(rk, old, clone(obj))
-            committed = self._write(rk, old, new)
-            self._after_write()
+            new = clone(obj)
+            decode_body(rk, new, field_validation, _collector(warnings))
+            old = self._existing_for_write(rk, new)
+            self._check_resource_version(rk, old, new, required=rk.custom)
+            admission.default(rk, new)
+            committed = self._write(rk, old, self._prepare_spec_write(rk, old, new))
             return clone(committed)
 
-    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def update_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_validation: FieldValidation = "Strict",
+        warnings: list[str] | None = None,
+    ) -> dict[str, Any]:
         """Replace only the status (PUT .../status); everything else is kept."""
         rk = self._kind_of(obj)
         with self._lock:
             self._require_status_subresource(rk)
-            old = self._existing_for_write(rk, obj)
-            self._check_resource_version(rk, old, obj, required=False)
-            committed = self._write(rk, old, self._prepare_status_write(rk, old, obj))
-            self._after_write()
+            new = clone(obj)
+            decode_body(rk, new, field_validation, _collector(warnings))
+            old = self._existing_for_write(rk, new)
+            self._check_resource_version(rk, old, new, required=False)
+            committed = self._write(rk, old, self._prepare_status_write(rk, old, new))
             return clone(committed)
 
     def patch(
@@ -439,6 +503,8 @@ class MemoryKube:
         patch_type: PatchType = "merge",
         subresource: str | None = None,
         api_version: str | None = None,
+        field_validation: FieldValidation = "Strict",
+        warnings: list[str] | None = None,
     ) -> dict[str, Any]:
         rk = self.registry.lookup(kind, api_version)
         if subresource not in (None, "status"):
@@ -448,13 +514,14 @@ class MemoryKube:
                 self._require_status_subresource(rk)
             old = self._existing(rk, name, namespace)
             patched = self._apply_patch(rk, old, patch, patch_type)
+            decode_patched(rk, patched, field_validation, _collector(warnings))
             self._check_resource_version(rk, old, patched, required=False)
             if subresource == "status":
                 new = self._prepare_status_write(rk, old, patched)
             else:
+                admission.default(rk, patched)
                 new = self._prepare_spec_write(rk, old, patched)
             committed = self._write(rk, old, new)
-            self._after_write()
             return clone(committed)
 
     def delete(
@@ -468,8 +535,9 @@ class MemoryKube:
         grace_period_seconds: int | None = None,
         api_version: str | None = None,
     ) -> dict[str, Any]:
-        """Delete; with finalizers (or a graceful pod) the object is only marked with
-        deletionTimestamp. Returns the object as last stored."""
+        """Delete. What goes at once answers a success Status (a pod answers itself);
+        what finalizers or a pod's grace period keep is marked with deletionTimestamp
+        and answers itself."""
         rk = self.registry.lookup(kind, api_version)
         if propagation_policy not in ("Background", "Foreground", "Orphan"):
             raise BadRequest(f'propagationPolicy "{propagation_policy}" is not supported')
@@ -477,26 +545,23 @@ class MemoryKube:
             old = self._existing(rk, name, namespace)
             self._check_preconditions(rk, old, preconditions or {})
             result = self._delete(rk, old, propagation_policy, grace_period_seconds)
-            self._after_write()
             return clone(result)
 
     def evict(self, pod_name: str, namespace: str) -> None:
-        """The Eviction subresource: 429 TooManyRequests when a PDB allows no disruption."""
-        pod_kind = self.registry.lookup("Pod", "v1")
+        """The Eviction subresource: 429 TooManyRequests when the PodDisruptionBudget's
+        status (as the disruption controller last wrote it) allows no disruption."""
         with self._lock:
-            pod = self._existing(pod_kind, pod_name, namespace)
+            pod = self._existing(self._pod_kind, pod_name, namespace)
             if not self._eviction_ignores_budgets(pod):
                 self._admit_eviction(pod)
-            self._delete(pod_kind, pod, "Background", None)
-            self._after_write()
+            self._delete(self._pod_kind, pod, "Background", None)
 
     def bind(self, pod_name: str, namespace: str, node_name: str) -> None:
         """The Binding subresource: set spec.nodeName once and mark PodScheduled."""
         if not node_name:
             raise Invalid("Binding is invalid", [Cause("target.name", "Required value")])
-        pod_kind = self.registry.lookup("Pod", "v1")
         with self._lock:
-            pod = self._existing(pod_kind, pod_name, namespace)
+            pod = self._existing(self._pod_kind, pod_name, namespace)
             current = (pod.get("spec") or {}).get("nodeName")
             if current:
                 raise Conflict(f'pod {pod_name} is already assigned to node "{current}"')
@@ -505,17 +570,16 @@ class MemoryKube:
             new = clone(pod)
             new.setdefault("spec", {})["nodeName"] = node_name
             self._set_condition(new, "PodScheduled", "True")
-            self._write(pod_kind, pod, new)
-            self._after_write()
+            self._write(self._pod_kind, pod, new)
 
     # ------------------------------------------------------ write helpers
 
     def _kind_of(self, obj: Any) -> ResourceKind:
         if not isinstance(obj, dict):
-            raise Invalid("the object is not a JSON object", [Cause("", "must be an object")])
+            raise BadRequest("the body of the request is not a JSON object")
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
-            raise Invalid("Object 'Kind' is missing", [Cause("kind", "Required value")])
+            raise BadRequest("Object 'Kind' is missing in the request body")
         api_version = obj.get("apiVersion")
         return self.registry.lookup(kind, api_version if isinstance(api_version, str) else None)
 
@@ -533,8 +597,8 @@ class MemoryKube:
         return obj
 
     def _existing_for_write(self, rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
-        metadata = obj.get("metadata")
-        if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        metadata = obj.get("metadata") or {}
+        if not metadata.get("name"):
             raise invalid(rk.kind, "", [Cause("metadata.name", "Required value")])
         return self._existing(rk, metadata["name"], metadata.get("namespace"))
 
@@ -542,13 +606,14 @@ class MemoryKube:
         if not rk.namespaced:
             return ""
         namespace = metadata.get("namespace") or "default"
-        ns_obj = self._tables[self.registry.lookup("Namespace", "v1")].get(("", namespace))
+        ns_obj = self._tables[self._namespace_kind].get(("", namespace))
         if ns_obj is None:
             raise NotFound(f'namespaces "{namespace}" not found')
         if ns_obj["metadata"].get("deletionTimestamp"):
             raise Forbidden(
-                f"unable to create new content in namespace {namespace} because it is being "
-                "terminated"
+                f'{_resource_name(rk)} "{metadata.get("name") or metadata.get("generateName")}" '
+                f"is forbidden: unable to create new content in namespace {namespace} because "
+                "it is being terminated"
             )
         return namespace
 
@@ -563,9 +628,17 @@ class MemoryKube:
             raise invalid(rk.kind, name, [Cause("metadata.generateName", causes[0].message)])
         return name
 
+    def _has_generation(self, rk: ResourceKind) -> bool:
+        return rk.custom or rk.kind in _GENERATION_KINDS
+
     def _initialise(self, rk: ResourceKind, new: dict[str, Any], namespace: str, name: str) -> None:
         metadata = new["metadata"]
-        for managed in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+        for managed in (
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+            "generation",
+        ):
             metadata.pop(managed, None)
         metadata["name"] = name
         if namespace:
@@ -574,12 +647,19 @@ class MemoryKube:
             metadata.pop("namespace", None)
         metadata["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         metadata["creationTimestamp"] = to_rfc3339(self.clock.now())
-        metadata["generation"] = 1
+        if self._has_generation(rk):
+            metadata["generation"] = 1
         new["apiVersion"], new["kind"] = rk.api_version, rk.kind
         if rk.kind in _STATUS_ON_CREATE and not rk.group:
-            new["status"] = clone(_STATUS_ON_CREATE[rk.kind])
+            new["status"] = {**clone(_STATUS_ON_CREATE[rk.kind]), **self._admitted_status(new)}
         elif rk.status_subresource and rk.kind not in _KEEPS_STATUS_ON_CREATE:
             new.pop("status", None)
+
+    @staticmethod
+    def _admitted_status(new: dict[str, Any]) -> dict[str, Any]:
+        """The status fields admission set (a pod's qosClass), which creation keeps."""
+        status = new.get("status") or {}
+        return {"qosClass": status["qosClass"]} if "qosClass" in status else {}
 
     def _check_resource_version(
         self, rk: ResourceKind, old: dict[str, Any], obj: dict[str, Any], required: bool
@@ -591,7 +671,7 @@ class MemoryKube:
                 raise invalid(
                     rk.kind,
                     old["metadata"]["name"],
-                    [Cause("metadata.resourceVersion", "Invalid value: must be specified")],
+                    [Cause("metadata.resourceVersion", "Invalid value: 0: must be specified")],
                 )
             return
         if str(wanted) != old["metadata"]["resourceVersion"]:
@@ -630,9 +710,10 @@ class MemoryKube:
             if rk.custom:
                 raise UnsupportedMediaType(
                     "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json"
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml"
                 )
-            patched = strategic_merge_patch(old, patch)
+            patched = strategic_merge_patch(old, patch, self._kind_type(rk))
         elif patch_type == "json":
             patched = json_patch(old, patch)
         else:
@@ -640,6 +721,10 @@ class MemoryKube:
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise invalid(rk.kind, old["metadata"]["name"], [Cause("metadata", "Required value")])
         return clone(patched)
+
+    @staticmethod
+    def _kind_type(rk: ResourceKind) -> str | None:
+        return core_schema().kind_type(rk.api_version, rk.kind)
 
     def _prepare_spec_write(
         self, rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]
@@ -666,10 +751,10 @@ class MemoryKube:
                 new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
-        new = admit_update(rk, old, new)
+        new = validate_update(rk, old, new)
         self._forbid_new_finalizers(rk, old, new)
-        if _spec_part(new) != _spec_part(old):
-            new["metadata"]["generation"] = int(before.get("generation", 1)) + 1
+        if _spec_part(new) != _spec_part(old) and "generation" in before:
+            new["metadata"]["generation"] = int(before["generation"]) + 1
         return new
 
     def _forbid_new_finalizers(
@@ -677,20 +762,18 @@ class MemoryKube:
     ) -> None:
         if not old["metadata"].get("deletionTimestamp"):
             return
-        added = set(new["metadata"].get("finalizers") or []) - set(
-            old["metadata"].get("finalizers") or []
-        )
+        before = old["metadata"].get("finalizers") or []
+        added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
         if added:
+            listed = ", ".join(f'"{f}"' for f in added)
+            message = (
+                "Forbidden: no new finalizers can be added if the object is being deleted, "
+                f"found new finalizers []string{{{listed}}}"
+            )
             raise invalid(
                 rk.kind,
                 old["metadata"]["name"],
-                [
-                    Cause(
-                        "metadata.finalizers",
-                        "Forbidden: no new finalizers can be added if the object is being deleted",
-                        "FieldValueForbidden",
-                    )
-                ],
+                [Cause("metadata.finalizers", message, "FieldValueForbidden")],
             )
 
     @staticmethod
@@ -703,11 +786,11 @@ class MemoryKube:
             new["status"] = clone(obj["status"])
         else:
             new.pop("status", None)
-        return admit_update(rk, old, new)
+        return validate_update(rk, old, new)
 
     def _removable(self, rk: ResourceKind, obj: dict[str, Any]) -> bool:
         """A deleting object goes once no finalizer holds it and no pod grace remains;
-        a namespace only when the garbage collector has emptied it."""
+        a namespace only when its controller has emptied it."""
         metadata = obj["metadata"]
         if metadata.get("finalizers") or self._is_namespace(rk):
             return False
@@ -730,6 +813,7 @@ class MemoryKube:
         propagation: str,
         grace_period_seconds: int | None,
     ) -> dict[str, Any]:
+        """Delete or mark; returns what DELETE answers (see ``delete``)."""
         new = clone(old)
         metadata = new["metadata"]
         already_deleting = bool(metadata.get("deletionTimestamp"))
@@ -738,29 +822,46 @@ class MemoryKube:
             finalizer = gc_finalizer.get(propagation)
             if finalizer and finalizer not in (metadata.get("finalizers") or []):
                 metadata["finalizers"] = [*(metadata.get("finalizers") or []), finalizer]
-        grace = self._pod_grace(new, grace_period_seconds) if self._is_pod(rk) else 0
+        is_pod = self._is_pod(rk)
+        if not is_pod and not metadata.get("finalizers") and not self._is_namespace(rk):
+            key = (metadata.get("namespace", ""), metadata["name"])
+            self._commit(rk, key, new, "DELETED", old)
+            return deleted_status(rk, new)
+        grace = self._pod_grace(new, grace_period_seconds) if is_pod else 0
         current_grace = metadata.get("deletionGracePeriodSeconds")
         if already_deleting and current_grace is not None and grace >= current_grace:
             return old  # a repeated delete cannot lengthen the grace period
-        is_namespace = self._is_namespace(rk)
-        immediate = not metadata.get("finalizers") and grace == 0 and not already_deleting
-        if immediate and not is_namespace:
-            key = (metadata.get("namespace", ""), metadata["name"])
-            return self._commit(rk, key, new, "DELETED", old)
         metadata["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
         metadata["deletionGracePeriodSeconds"] = grace
-        if is_namespace:  # the namespace controller empties it, then removes it
+        if not already_deleting and "generation" in metadata:
+            metadata["generation"] = int(metadata["generation"]) + 1
+        if self._is_namespace(rk):  # its controller empties it, then removes it
             new.setdefault("status", {})["phase"] = "Terminating"
-            self._gc_namespaces[metadata["name"]] = None
-        return self._write(rk, old, new)
+        # Marked first (MODIFIED); a pod with nothing left to wait for then goes (DELETED).
+        key = (metadata.get("namespace", ""), metadata["name"])
+        marked = self._commit(rk, key, new, "MODIFIED", old)
+        if self._removable(rk, marked):
+            return self._commit(rk, key, clone(marked), "DELETED", marked)
+        return marked
 
-    @staticmethod
-    def _is_namespace(rk: ResourceKind) -> bool:
-        return rk.kind == "Namespace" and not rk.group
+    def _is_namespace(self, rk: ResourceKind) -> bool:
+        return rk is self._namespace_kind
 
-    @staticmethod
-    def _is_pod(rk: ResourceKind) -> bool:
-        return rk.kind == "Pod" and not rk.group
+    def _is_pod(self, rk: ResourceKind) -> bool:
+        return rk is self._pod_kind
+
+    def _is_node(self, rk: ResourceKind) -> bool:
+        return rk is self._node_kind
+
+    def _node_exists(self, name: str) -> bool:
+        return ("", name) in self._tables[self._node_kind]
+
+    def _owner(self, ref: dict[str, Any]) -> dict[str, Any] | None:
+        located = self._by_uid.get(ref.get("uid", ""))
+        if located is None:
+            return None
+        rk, key = located
+        return self._tables[rk].get(key)
 
     @staticmethod
     def _pod_grace(pod: dict[str, Any], requested: int | None) -> int:
@@ -790,7 +891,8 @@ class MemoryKube:
         type_: str,
         old: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        """Store one change under a new resourceVersion, index it, tell the watchers."""
+        """Store one change under a new resourceVersion, index it, tell the watchers and
+        the emulated controllers."""
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         blob = freeze(obj)
@@ -804,6 +906,7 @@ class MemoryKube:
         self._record(change)
         for watcher in self._watchers[rk]:
             watcher.offer(change, obj, old)
+        self.controllers.observe(Committed(rk, key, obj, old, type_ == "DELETED"))
         self._changed.notify_all()
         return obj
 
@@ -817,52 +920,13 @@ class MemoryKube:
     def _index(
         self, change: _Change, key: Key, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        rk = change.rk
         uid = obj["metadata"]["uid"]
-        ref = (rk, key)
-        old_owners = self._owner_uids(old)
-        new_owners = set() if change.type == "DELETED" else self._owner_uids(obj)
-        for owner in old_owners - new_owners:
-            self._dependents.get(owner, set()).discard(ref)
-            self._gc_owners[owner] = None  # a foreground owner may now be unblocked
-        for owner in new_owners - old_owners:
-            self._dependents.setdefault(owner, set()).add(ref)
         if change.type == "DELETED":
             self._by_uid.pop(uid, None)
-            for dependent in self._dependents.pop(uid, set()):
-                self._gc_dependents[dependent] = None
-            if rk.kind == "Node" and not rk.group:
-                for pod_key in self._pods_by_node.get(key[1], set()):
-                    self._gc_orphan_pods[pod_key] = None
-            if key[0] and self._namespace_terminating(key[0]):
-                self._gc_namespaces[key[0]] = None
         else:
-            self._by_uid[uid] = ref
-            if new_owners != old_owners:
-                self._gc_dependents[ref] = None
-            if obj["metadata"].get("deletionTimestamp") and self._gc_finalizers(obj):
-                self._gc_owners[uid] = None
-        if self._is_pod(rk):
+            self._by_uid[uid] = (change.rk, key)
+        if self._is_pod(change.rk):
             self._index_pod_node(key, old, None if change.type == "DELETED" else obj)
-        if self._affects_budgets(rk, obj, old):
-            self._pdb_dirty[key[0]] = None
-
-    @staticmethod
-    def _affects_budgets(rk: ResourceKind, obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
-        if rk.kind == "PodDisruptionBudget":  # its own status writes do not re-dirty it
-            return old is None or _spec_part(old) != _spec_part(obj)
-        return rk.kind == "Pod" or rk.kind in _SCALED_KINDS
-
-    @staticmethod
-    def _owner_uids(obj: dict[str, Any] | None) -> set[str]:
-        if obj is None:
-            return set()
-        return {r.get("uid", "") for r in obj["metadata"].get("ownerReferences") or []}
-
-    @staticmethod
-    def _gc_finalizers(obj: dict[str, Any]) -> set[str]:
-        finalizers = obj["metadata"].get("finalizers") or []
-        return {f for f in finalizers if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)}
 
     def _index_pod_node(
         self, key: Key, old: dict[str, Any] | None, new: dict[str, Any] | None
@@ -876,201 +940,7 @@ class MemoryKube:
         if after is not None:
             self._pods_by_node.setdefault(after, set()).add(key)
 
-    def _after_write(self) -> None:
-        if self._gc_immediate:
-            self._run_gc()
-
-    # --------------------------------------------------- garbage collection
-
-    def collect_garbage(self) -> int:
-        """Run the garbage collector until it has nothing left to do: delete dependents
-        whose owners are all gone, serve Foreground and Orphan deletions, and delete
-        pods bound to nodes that no longer exist. Returns the number of deletions."""
-        with self._lock:
-            return self._run_gc()
-
-    def _run_gc(self) -> int:
-        deletions = 0
-        while self._gc_dependents or self._gc_owners or self._gc_orphan_pods or self._gc_namespaces:
-            if self._gc_dependents:
-                ref, _ = self._gc_dependents.popitem(last=False)
-                deletions += self._collect_dependent(*ref)
-            elif self._gc_owners:
-                uid, _ = self._gc_owners.popitem(last=False)
-                self._finish_owner(uid)
-            elif self._gc_orphan_pods:
-                key, _ = self._gc_orphan_pods.popitem(last=False)
-                deletions += self._collect_orphan_pod(key)
-            else:
-                namespace, _ = self._gc_namespaces.popitem(last=False)
-                deletions += self._empty_namespace(namespace)
-        return deletions
-
-    def _namespace_terminating(self, name: str) -> bool:
-        namespace = self._tables[self._namespace_kind].get(("", name))
-        return namespace is not None and bool(namespace["metadata"].get("deletionTimestamp"))
-
-    def _empty_namespace(self, name: str) -> int:
-        """Delete what a terminating namespace holds; remove it once nothing is left."""
-        if not self._namespace_terminating(name):
-            return 0
-        deletions, remaining = 0, 0
-        for rk, table in self._tables.items():
-            if not rk.namespaced:
-                continue
-            for key in sorted(k for k in table if k[0] == name):
-                obj = table[key]
-                if not obj["metadata"].get("deletionTimestamp"):
-                    self._delete(rk, obj, "Background", None)
-                    deletions += 1
-                remaining += key in table
-        if not remaining:
-            namespace = self._tables[self._namespace_kind][("", name)]
-            self._commit(self._namespace_kind, ("", name), clone(namespace), "DELETED", namespace)
-        return deletions
-
-    def _owner(self, ref: dict[str, Any]) -> dict[str, Any] | None:
-        located = self._by_uid.get(ref.get("uid", ""))
-        if located is None:
-            return None
-        rk, key = located
-        return self._tables[rk].get(key)
-
-    def _collect_dependent(self, rk: ResourceKind, key: Key) -> int:
-        obj = self._tables[rk].get(key)
-        refs = [] if obj is None else obj["metadata"].get("ownerReferences") or []
-        if not refs:
-            return 0
-        solid, waiting, dangling, orphaning = [], [], [], []
-        for ref in refs:
-            owner = self._owner(ref)
-            finalizers = set() if owner is None else self._deleting_gc_finalizers(owner)
-            if owner is None:
-                dangling.append(ref)
-            elif ORPHAN_FINALIZER in finalizers:
-                orphaning.append(ref)
-            elif FOREGROUND_FINALIZER in finalizers:
-                waiting.append(ref)
-            else:
-                solid.append(ref)
-        if solid or (orphaning and not waiting and not dangling):
-            if len(solid) != len(refs):
-                self._set_owner_references(rk, obj, solid)
-            return 0
-        if obj["metadata"].get("deletionTimestamp"):
-            return 0
-        self._delete(rk, obj, "Foreground" if waiting else "Background", None)
-        return 1
-
-    @staticmethod
-    def _deleting_gc_finalizers(owner: dict[str, Any]) -> set[str]:
-        if not owner["metadata"].get("deletionTimestamp"):
-            return set()
-        return MemoryKube._gc_finalizers(owner)
-
-    def _set_owner_references(
-        self, rk: ResourceKind, obj: dict[str, Any], refs: list[dict[str, Any]]
-    ) -> None:
-        new = clone(obj)
-        if refs:
-            new["metadata"]["ownerReferences"] = clone(refs)
-        else:
-            new["metadata"].pop("ownerReferences", None)
-        self._write(rk, obj, new)
-
-    def _finish_owner(self, uid: str) -> None:
-        """Drop the orphan / foregroundDeletion finalizer once the dependents allow it."""
-        located = self._by_uid.get(uid)
-        if located is None:
-            return
-        rk, owner = located[0], self._tables[located[0]].get(located[1])
-        if owner is None or not owner["metadata"].get("deletionTimestamp"):
-            return
-        finalizers = self._gc_finalizers(owner)
-        dependents = [(d_rk, key) for d_rk, key in self._dependents.get(uid, set())]
-        done = set()
-        if ORPHAN_FINALIZER in finalizers:
-            if dependents:
-                self._queue_dependents(dependents)
-            else:
-                done.add(ORPHAN_FINALIZER)
-        if FOREGROUND_FINALIZER in finalizers:
-            if any(self._blocks_owner(d_rk, key, uid) for d_rk, key in dependents):
-                self._queue_dependents(dependents)
-            else:
-                done.add(FOREGROUND_FINALIZER)
-        if done:
-            new = clone(owner)
-            new["metadata"]["finalizers"] = [
-                f for f in owner["metadata"]["finalizers"] if f not in done
-            ]
-            self._write(rk, owner, new)
-
-    def _queue_dependents(self, dependents: list[tuple[ResourceKind, Key]]) -> None:
-        for rk, key in sorted(dependents, key=lambda d: (d[0].kind, d[1])):
-            obj = self._tables[rk].get(key)
-            if obj is not None and not obj["metadata"].get("deletionTimestamp"):
-                self._gc_dependents[(rk, key)] = None
-
-    def _blocks_owner(self, rk: ResourceKind, key: Key, owner_uid: str) -> bool:
-        obj = self._tables[rk].get(key)
-        refs = [] if obj is None else obj["metadata"].get("ownerReferences") or []
-        return any(r.get("uid") == owner_uid and r.get("blockOwnerDeletion") for r in refs)
-
-    def _collect_orphan_pod(self, key: Key) -> int:
-        pod_kind = self.registry.lookup("Pod", "v1")
-        pod = self._tables[pod_kind].get(key)
-        node_name = None if pod is None else (pod.get("spec") or {}).get("nodeName")
-        node_kind = self.registry.lookup("Node", "v1")
-        if not node_name or ("", node_name) in self._tables[node_kind]:
-            return 0
-        self._delete(pod_kind, pod, "Background", 0)  # type: ignore[arg-type]
-        return 1
-
-    # --------------------------------------------------- disruption budgets
-
-    def sync_disruption_budgets(self) -> None:
-        """Bring PodDisruptionBudget status up to date (the disruption controller)."""
-        with self._lock:
-            pdb_kind = self.registry.lookup("PodDisruptionBudget", "policy/v1")
-            while self._pdb_dirty:
-                namespace, _ = self._pdb_dirty.popitem(last=False)
-                for key in sorted(k for k in self._tables[pdb_kind] if k[0] == namespace):
-                    self._sync_budget(pdb_kind, self._tables[pdb_kind][key])
-
-    def _sync_budget(self, pdb_kind: ResourceKind, pdb: dict[str, Any]) -> dict[str, Any]:
-        pods = self._pods_selected_by(pdb)
-        status = disruption.compute_status(pdb, pods, self._scale_of, self.clock.now())
-        new = clone(pdb)
-        new["status"] = status
-        return self._write(pdb_kind, pdb, new)
-
-    def _pods_selected_by(self, pdb: dict[str, Any]) -> list[dict[str, Any]]:
-        spec = pdb.get("spec") or {}
-        if spec.get("selector") is None:
-            return []  # policy/v1: a null selector selects no pods
-        selector = selector_from_label_selector(spec["selector"])
-        namespace = pdb["metadata"].get("namespace", "")
-        pods = self._tables[self.registry.lookup("Pod", "v1")]
-        return [
-            pod
-            for key, pod in sorted(pods.items())
-            if key[0] == namespace and selector.matches(pod["metadata"].get("labels"))
-        ]
-
-    def _scale_of(self, ref: dict[str, Any], namespace: str) -> int | None:
-        owner = self._owner(ref)
-        if owner is None or owner.get("kind") not in _SCALED_KINDS:
-            return None
-        if owner["kind"] == "ReplicaSet":
-            refs = owner["metadata"].get("ownerReferences") or []
-            deployment = next(
-                (r for r in refs if r.get("controller") and r.get("kind") == "Deployment"), None
-            )
-            if deployment is not None:
-                return self._scale_of(deployment, namespace)
-        replicas = (owner.get("spec") or {}).get("replicas")
-        return 1 if replicas is None else int(replicas)
+    # --------------------------------------------------------- eviction
 
     def _eviction_ignores_budgets(self, pod: dict[str, Any]) -> bool:
         phase = (pod.get("status") or {}).get("phase")
@@ -1082,13 +952,11 @@ class MemoryKube:
 
     def _admit_eviction(self, pod: dict[str, Any]) -> None:
         """Check the pod's PDB and record the disruption, or raise 429."""
-        pdb_kind = self.registry.lookup("PodDisruptionBudget", "policy/v1")
-        self.sync_disruption_budgets()
         namespace = pod["metadata"]["namespace"]
         labels = pod["metadata"].get("labels")
         budgets = [
             pdb
-            for key, pdb in sorted(self._tables[pdb_kind].items())
+            for key, pdb in sorted(self._tables[self._pdb_kind].items())
             if key[0] == namespace
             and (pdb.get("spec") or {}).get("selector") is not None
             and selector_from_label_selector(pdb["spec"]["selector"]).matches(labels)
@@ -1102,24 +970,33 @@ class MemoryKube:
             return
         pdb = budgets[0]
         status = pdb.get("status") or {}
+        name = pdb["metadata"]["name"]
+        if status.get("observedGeneration", 0) < pdb["metadata"]["generation"]:
+            raise _budget_refusal(
+                f"The disruption budget {name} is still being processed by the server."
+            )
         healthy, desired = status.get("currentHealthy", 0), status.get("desiredHealthy", 0)
-        if not disruption.is_pod_healthy(pod):
+        if not is_pod_healthy(pod):
             policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
             if policy == "AlwaysAllow" or healthy >= desired:
                 return
         if status.get("disruptionsAllowed", 0) <= 0:
-            raise TooManyRequests(
-                "Cannot evict pod as it would violate the pod's disruption budget.",
-                [
-                    Cause(
-                        "",
-                        f"The disruption budget {pdb['metadata']['name']} needs {desired} "
-                        f"healthy pods and has {healthy} currently",
-                        "DisruptionBudget",
-                    )
-                ],
+            raise _budget_refusal(
+                f"The disruption budget {name} needs {desired} healthy pods and has "
+                f"{healthy} currently"
             )
         new = clone(pdb)
-        now = self.clock.now()
-        new["status"] = disruption.record_eviction(status, pod["metadata"]["name"], now)
-        self._write(pdb_kind, pdb, new)
+        new["status"] = record_eviction(status, pod["metadata"]["name"], self.clock.now())
+        self._write(self._pdb_kind, pdb, new)
+
+
+def _budget_refusal(cause: str) -> TooManyRequests:
+    return TooManyRequests(
+        "Cannot evict pod as it would violate the pod's disruption budget.",
+        [Cause("", cause, "DisruptionBudget")],
+    )
+
+
+def _collector(warnings: list[str] | None) -> list[str]:
+    """Where the warnings of one write go (a list nobody reads when none was given)."""
+    return [] if warnings is None else warnings

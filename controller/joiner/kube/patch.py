@@ -1,9 +1,11 @@
 """The three patch types of the API server: JSON merge, strategic merge and JSON patch.
 
-Strategic merge knows the list merge keys of the fields the controller and the
-simulator write (containers by name, conditions by type, ownerReferences by uid,
-finalizers as a merged set, ...); other lists are replaced, as the API server
-does for lists without a patch strategy.
+Strategic merge follows the field types of the built-in kinds (``joiner.kube.coreschema``,
+from the server's OpenAPI): a list with patch strategy ``merge`` merges by its merge key
+(containers by name, conditions by type, ownerReferences by uid, ...) or, without one,
+as a set of scalars (finalizers); other lists are replaced. The merged list is ordered
+as the server orders it: the patch's items in the patch's order, new ones before the
+server's own, and the server's items in their order (or as ``$setElementOrder`` says).
 """
 
 from __future__ import annotations
@@ -11,28 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from joiner.kube.api import Cause, Invalid
+from joiner.kube.coreschema import core_schema
 from joiner.kube.jsondata import clone
-
-# Lists merged by a key field (patchStrategy=merge, patchMergeKey=...).
-MERGE_KEYS: dict[str, str] = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath",
-    "env": "name",
-    "ports": "containerPort",
-    "conditions": "type",
-    "ownerReferences": "uid",
-    "imagePullSecrets": "name",
-    "hostAliases": "ip",
-    "addresses": "type",
-    "resourceClaims": "name",
-    "topologySpreadConstraints": "topologyKey",
-}
-# Lists of scalars merged as ordered sets.
-MERGED_PRIMITIVE_LISTS = frozenset({"finalizers"})
 
 _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
 _SET_ORDER = "$setElementOrder/"
@@ -51,8 +33,22 @@ def json_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Kubernetes strategic merge patch for the merge keys in MERGE_KEYS."""
+def strategic_merge_patch(target: Any, patch: Any, type_name: str | None) -> Any:
+    """Kubernetes strategic merge patch of an object of the built-in type ``type_name``
+    (``core.v1.Pod``; None: no list merges)."""
+    return _merge_map(target, patch, type_name)
+
+
+def _field_type(container_type: Any, field: str) -> Any:
+    """The type of ``field`` in an object type or the value type of a map."""
+    if isinstance(container_type, list):
+        return container_type[1] if container_type[0] == "map" else None
+    if container_type is None:
+        return None
+    return core_schema().types.get(container_type, {}).get(field)
+
+
+def _merge_map(original: Any, patch: Any, container_type: Any) -> Any:
     if not isinstance(patch, dict):
         return clone(patch)
     directive = patch.get("$patch")
@@ -60,68 +56,124 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
-    result = dict(target) if isinstance(target, dict) else {}
+    original = original if isinstance(original, dict) else {}
+    result = dict(original)
+    orders: dict[str, list[Any]] = {}
     for key, value in patch.items():
-        if key == "$patch" or key.startswith(_SET_ORDER) or key == "$retainKeys":
+        if key in ("$patch", "$retainKeys"):
             continue
-        if key.startswith(_DELETE_PRIMITIVE):
+        if key.startswith(_SET_ORDER):
+            orders[key[len(_SET_ORDER) :]] = value or []
+        elif key.startswith(_DELETE_PRIMITIVE):
             field = key[len(_DELETE_PRIMITIVE) :]
             result[field] = [v for v in result.get(field) or [] if v not in (value or [])]
-            continue
-        if value is None:
-            result.pop(key, None)
-            continue
-        merged = _merge_field(key, result.get(key), value)
-        if merged is None:
+        elif value is None:
             result.pop(key, None)
         else:
-            result[key] = merged
+            merged = _merge_field(_field_type(container_type, key), result.get(key), value)
+            if merged is None:
+                result.pop(key, None)
+            else:
+                result[key] = merged
+    for field, order in orders.items():
+        field_type = _field_type(container_type, field)
+        if isinstance(result.get(field), list) and isinstance(field_type, list):
+            result[field] = _ordered(result[field], order, original.get(field) or [], field_type[2])
     if "$retainKeys" in patch:
         keep = set(patch["$retainKeys"] or [])
         result = {k: v for k, v in result.items() if k in keep}
     return result
 
 
-def _merge_field(key: str, current: Any, value: Any) -> Any:
+def _merge_field(field_type: Any, current: Any, value: Any) -> Any:
     if isinstance(value, list):
-        if key in MERGE_KEYS:
-            return _merge_keyed_list(current or [], value, MERGE_KEYS[key])
-        if key in MERGED_PRIMITIVE_LISTS:
-            merged = list(current or [])
-            merged += [v for v in value if v not in merged]
-            return merged
+        merging = isinstance(field_type, list) and field_type[0] == "list"
+        if merging and "merge" in (field_type[3] or "").split(","):
+            return _merge_list(current if isinstance(current, list) else [], value, field_type)
         return clone(value)
     if isinstance(value, dict):
-        return strategic_merge_patch(current, value)
+        return _merge_map(current, value, field_type)
     return value
 
 
-def _merge_keyed_list(current: list[Any], patch: list[Any], merge_key: str) -> list[Any]:
+def _merge_list(original: list[Any], patch: list[Any], list_type: list[Any]) -> list[Any]:
+    merge_key = list_type[2]
+    if merge_key is None:  # a set of scalars
+        merged = []
+        for value in [*original, *patch]:
+            if value not in merged:
+                merged.append(clone(value))
+        return _ordered(merged, patch, original, None)
     if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
         return [clone(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
-    result = list(current)
+    result = list(original)
+    kept = []
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
             raise Invalid(
                 f"strategic merge patch: list item needs the merge key {merge_key!r}",
                 [Cause(merge_key, "merge key missing", "FieldValueRequired")],
             )
-        position = next(
-            (
-                i
-                for i, existing in enumerate(result)
-                if isinstance(existing, dict) and existing.get(merge_key) == item[merge_key]
-            ),
-            None,
-        )
+        position = _position(result, item[merge_key], merge_key)
         if item.get("$patch") == "delete":
             if position is not None:
                 result.pop(position)
-        elif position is None:
-            result.append(strategic_merge_patch({}, item))
+            continue
+        kept.append(item)
+        if position is None:
+            result.append(_merge_map({}, item, list_type[1]))
         else:
-            result[position] = strategic_merge_patch(result[position], item)
+            result[position] = _merge_map(result[position], item, list_type[1])
+    return _ordered(result, kept, original, merge_key)
+
+
+def _position(items: list[Any], value: Any, merge_key: str) -> int | None:
+    return next(
+        (
+            i
+            for i, item in enumerate(items)
+            if isinstance(item, dict) and item.get(merge_key) == value
+        ),
+        None,
+    )
+
+
+def _ordered(
+    merged: list[Any], order: list[Any], original: list[Any], merge_key: str | None
+) -> list[Any]:
+    """The server's order of a merged list: the items ``order`` names (the patch's, or
+    ``$setElementOrder``) in that order, merged with the server-only items in their
+    original order; an item the original does not have comes first."""
+
+    def identity(item: Any) -> Any:
+        return item.get(merge_key) if merge_key and isinstance(item, dict) else item
+
+    order_ids = [identity(i) for i in order]
+    original_ids = [identity(i) for i in original]
+    named = sorted(
+        (i for i in merged if identity(i) in order_ids), key=lambda i: order_ids.index(identity(i))
+    )
+    server_only = sorted(
+        (i for i in merged if identity(i) not in order_ids),
+        key=lambda i: _index_or_end(original_ids, identity(i)),
+    )
+    result: list[Any] = []
+    while named or server_only:
+        if not named or (
+            server_only
+            and identity(named[0]) in original_ids
+            and identity(server_only[0]) in original_ids
+            and original_ids.index(identity(server_only[0]))
+            < original_ids.index(identity(named[0]))
+        ):
+            result.append(server_only.pop(0))
+        else:
+            result.append(named.pop(0))
     return result
+
+
+def _index_or_end(ids: list[Any], value: Any) -> int:
+    return ids.index(value) if value in ids else len(ids)
 
 
 def _pointer(path: str) -> list[str]:

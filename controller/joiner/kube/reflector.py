@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 from joiner.backoff import Backoff, Retrier
 from joiner.kube.api import Gone, KubeAPI, ObjectList, Watch, WatchEvent
@@ -35,12 +35,15 @@ def list_and_watch(
     stop: threading.Event | None = None,
     retrier: Retrier | None = None,
     api_version: str | None = None,
+    on_watch: Callable[[Watch], None] | None = None,
 ) -> Iterator[ObjectList | WatchEvent]:
     """Yield a full ObjectList, then the events after it, until ``stop`` is set.
 
-    A watch that times out is resumed from the last seen resourceVersion (bookmarks
-    keep it fresh); a 410 Gone starts over with a new list. ``retrier`` paces the
-    failures (default: ``RELIST_BACKOFF``); ``stop`` also cuts a pause short.
+    A watch that times out is resumed from the last seen resourceVersion (bookmarks,
+    when the server sends them, keep it fresh); a 410 Gone starts over with a new list.
+    ``retrier`` paces the failures (default: ``RELIST_BACKOFF``); ``stop`` also cuts a
+    pause short. ``on_watch`` is told of every watch opened, so that another thread can
+    stop it (``stop`` alone is seen only between events).
     """
     stop = stop or threading.Event()
     retrier = retrier or Retrier(RELIST_BACKOFF)
@@ -62,6 +65,8 @@ def list_and_watch(
                 api_version=api_version,
                 **selectors,
             )
+            if on_watch is not None:
+                on_watch(watch)
             # An adapter may report Gone when the watch opens or while it streams.
             resource_version = yield from _events(watch, resource_version, stop)
         except Gone:

@@ -3,7 +3,10 @@
 Tests run the http adapter against it on 127.0.0.1; the simulator can expose its
 cluster to ``kubectl`` through it (discovery endpoints included). It binds to a
 loopback address by default and has no authentication: it is a test stand-in,
-never a production API server.
+never a production API server. Writes honour ``fieldValidation`` (default ``Warn``:
+unknown fields are dropped and named in ``Warning`` headers, as kube-apiserver does).
+The emulated controllers of a store served over a wall clock run on its own thread
+(``MemoryKube(controllers="threaded")``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from joiner.kube.api import (
     NotFound,
     UnsupportedMediaType,
 )
+from joiner.kube.decoding import FIELD_VALIDATIONS, FieldValidation
 from joiner.kube.memory import MemoryKube, MemoryWatch
 from joiner.kube.resources import ResourceKind
 
@@ -111,11 +115,13 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as error:
             raise BadRequest(f"the request body is not JSON: {error}") from None
 
-    def _send_json(self, code: int, body: Any) -> None:
+    def _send_json(self, code: int, body: Any, warnings: list[str] | None = None) -> None:
         data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for warning in warnings or ():
+            self.send_header("Warning", f"299 - {json.dumps(warning)}")
         self.end_headers()
         self.wfile.write(data)
 
@@ -207,7 +213,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.store.bind(route.name, route.namespace or "", str(target.get("name") or ""))
             self._send_json(201, _success_status())
         elif route.name is None:
-            self._send_json(201, self.store.create(self._in_route(route, body)))
+            warnings: list[str] = []
+            created = self.store.create(
+                self._in_route(route, body),
+                field_validation=_field_validation(query),
+                warnings=warnings,
+            )
+            self._send_json(201, created, warnings)
         else:
             raise MethodNotAllowed(f"POST is not supported on {path}")
 
@@ -219,12 +231,14 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the name of the object ({body['metadata'].get('name')}) does not match the "
                 f"name on the URL ({route.name})"
             )
+        validation, warnings = _field_validation(query), []
         if route.subresource == "status":
-            self._send_json(200, self.store.update_status(body))
+            written = self.store.update_status(body, field_validation=validation, warnings=warnings)
         elif route.subresource is None:
-            self._send_json(200, self.store.update(body))
+            written = self.store.update(body, field_validation=validation, warnings=warnings)
         else:
             raise MethodNotAllowed(f"PUT is not supported on {path}")
+        self._send_json(200, written, warnings)
 
     def _patch(self, path: str, query: dict[str, list[str]]) -> None:
         route = parse_path(self.store, path)
@@ -234,6 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise UnsupportedMediaType(f"the patch content type {content_type!r} is not supported")
         if route.name is None or route.subresource not in (None, "status"):
             raise MethodNotAllowed(f"PATCH is not supported on {path}")
+        warnings: list[str] = []
         patched = self.store.patch(
             route.kind.kind,
             route.name,
@@ -242,8 +257,10 @@ class _Handler(BaseHTTPRequestHandler):
             patch_type=patch_type,  # type: ignore[arg-type]
             subresource=route.subresource,
             api_version=route.kind.api_version,
+            field_validation=_field_validation(query),
+            warnings=warnings,
         )
-        self._send_json(200, patched)
+        self._send_json(200, patched, warnings)
 
     def _delete(self, path: str, query: dict[str, list[str]]) -> None:
         route = parse_path(self.store, path)
@@ -291,6 +308,17 @@ class _Handler(BaseHTTPRequestHandler):
 def _param(query: dict[str, list[str]], name: str) -> str | None:
     values = query.get(name)
     return values[0] if values else None
+
+
+def _field_validation(query: dict[str, list[str]]) -> FieldValidation:
+    """The request's ``fieldValidation`` (the server's default: Warn)."""
+    value = _param(query, "fieldValidation") or "Warn"
+    if value not in FIELD_VALIDATIONS:
+        raise BadRequest(
+            f'fieldValidation: Invalid value: "{value}": fieldValidation must be one of '
+            '"Ignore", "Warn", or "Strict"'
+        )
+    return value  # type: ignore[return-value]
 
 
 def _flag(query: dict[str, list[str]], name: str) -> bool:

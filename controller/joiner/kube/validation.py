@@ -1,27 +1,39 @@
-"""Admission checks of the in-memory API server: 422 Invalid with causes naming fields.
+"""Validation of the in-memory API server: 422 Invalid with causes naming fields.
 
-Core kinds get the API server's basic object checks (metadata, names, labels, the
-few required Pod fields). Karpenter kinds are defaulted and checked by
-``joiner.api.validation`` (the CRD schema and its CEL rules, immutable fields).
+It runs after decoding (``joiner.kube.decoding``: the JSON types are right) and
+defaulting. Core kinds get the API server's basic object checks (metadata, names,
+labels, owner references, the few required Pod fields). Karpenter kinds are defaulted
+and checked by ``joiner.api.validation`` (the CRD schema and its CEL rules, immutable
+fields).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from joiner.api import objectmeta
 from joiner.api import validation as api_validation
+from joiner.api.validation import FieldError
 from joiner.kube.api import Cause, Invalid
 from joiner.kube.resources import ResourceKind
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_OWNER_FIELDS = (
+    ("apiVersion", "version must not be empty"),
+    ("kind", "kind must not be empty"),
+    ("name", "name must not be empty"),
+    ("uid", "must not be empty"),
+)
 # Kinds whose names must be DNS labels rather than DNS subdomains.
 _LABEL_NAMED_KINDS = frozenset({"Namespace", "Service"})
 
 
 def invalid(kind: str, name: str, causes: list[Cause]) -> Invalid:
-    detail = "; ".join(f"{c.field}: {c.message}" for c in causes)
+    """A 422 worded as the API server words it: one cause inline, several in brackets."""
+    details = [f"{c.field}: {c.message}" for c in causes]
+    detail = details[0] if len(details) == 1 else "[" + ", ".join(details) + "]"
     return Invalid(f'{kind} "{name}" is invalid: {detail}', causes)
 
 
@@ -40,29 +52,49 @@ def check_name(kind: str, name: str) -> list[Cause]:
     return []
 
 
-def _check_labels(labels: Any) -> list[Cause]:
-    if labels is None:
-        return []
-    if not isinstance(labels, dict):
-        return [Cause("metadata.labels", "must be a map of string to string")]
+def _check_labels(labels: dict[str, str]) -> list[Cause]:
+    """Keys and values of ``metadata.labels``; the server reports both on that field."""
     causes = []
     for key, value in labels.items():
-        if not objectmeta.is_qualified_name(str(key)):
-            causes.append(Cause("metadata.labels", f"Invalid value: {key!r}: invalid label key"))
-        elif not isinstance(value, str) or not objectmeta.is_label_value(value):
-            causes.append(
-                Cause(f"metadata.labels.{key}", f"Invalid value: {value!r}: invalid label value")
-            )
+        problems = objectmeta.qualified_name_problems(key)
+        shown = key
+        if not problems:
+            problems, shown = objectmeta.label_value_problems(value), value
+        causes += [Cause("metadata.labels", objectmeta.invalid(shown, p)) for p in problems[:1]]
     return causes
 
 
-def check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
+def _check_owner_references(refs: list[dict[str, Any]]) -> list[Cause]:
+    """Every reference names its owner fully; at most one is the controller."""
+    causes = []
+    for ref in refs:
+        for field, what in _OWNER_FIELDS:
+            if not ref.get(field):
+                causes.append(
+                    Cause(f"metadata.ownerReferences.{field}", f'Invalid value: "": {what}')
+                )
+    controllers = [r for r in refs if r.get("controller")]
+    if len(controllers) > 1:
+        named = " and ".join(f"{r.get('kind')}/{r.get('name')}" for r in controllers)
+        causes.append(
+            Cause(
+                "metadata.ownerReferences",
+                "Invalid value: "
+                + json.dumps(refs, separators=(",", ":"))
+                + ': Only one reference can have Controller set to true. Found "true" in '
+                f"references for {named}",
+            )
+        )
+    return causes
+
+
+def _check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
+    """What validation finds in metadata (decoding already checked the types)."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return [Cause("metadata", "Required value: must be an object", "FieldValueRequired")]
     causes: list[Cause] = []
-    name = metadata.get("name")
-    if needs_name and not name and not metadata.get("generateName"):
+    if needs_name and not metadata.get("name") and not metadata.get("generateName"):
         causes.append(
             Cause(
                 "metadata.name",
@@ -70,19 +102,8 @@ def check_metadata(obj: dict[str, Any], needs_name: bool) -> list[Cause]:
                 "FieldValueRequired",
             )
         )
-    elif name is not None and not isinstance(name, str):
-        causes.append(Cause("metadata.name", "Invalid value: must be a string"))
-    for field in ("annotations", "labels"):
-        value = metadata.get(field)
-        if value is not None and not isinstance(value, dict):
-            causes.append(Cause(f"metadata.{field}", "must be a map of string to string"))
-    causes += _check_labels(metadata.get("labels"))
-    finalizers = metadata.get("finalizers")
-    if finalizers is not None and not (
-        isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
-    ):
-        causes.append(Cause("metadata.finalizers", "must be a list of strings"))
-    return causes
+    causes += _check_labels(metadata.get("labels") or {})
+    return causes + _check_owner_references(metadata.get("ownerReferences") or [])
 
 
 def _check_pod(obj: dict[str, Any]) -> list[Cause]:
@@ -91,12 +112,13 @@ def _check_pod(obj: dict[str, Any]) -> list[Cause]:
         return [Cause("spec", "Required value", "FieldValueRequired")]
     causes = []
     grace = spec.get("terminationGracePeriodSeconds")
-    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+    if grace is not None and grace < 0:
         causes.append(
-            Cause("spec.terminationGracePeriodSeconds", f"Invalid value: {grace!r}: must be >= 0")
+            Cause(
+                "spec.terminationGracePeriodSeconds",
+                f"Invalid value: {grace}: must be greater than or equal to 0",
+            )
         )
-    if not isinstance(spec.get("nodeName") or "", str):
-        causes.append(Cause("spec.nodeName", "Invalid value: must be a string"))
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
         return [*causes, Cause("spec.containers", "Required value", "FieldValueRequired")]
@@ -155,14 +177,25 @@ def _kind_checks(rk: ResourceKind, obj: dict[str, Any]) -> list[Cause]:
     return []
 
 
-def _causes_from_field_errors(errors: list[Any]) -> list[Cause]:
-    return [Cause(str(e.path), str(e.message)) for e in errors]
+# What the API server adds when a schema error kept it from evaluating the CEL rules.
+RULES_NOT_CHECKED = Cause("<nil>", f"Invalid value: null: {api_validation.NOT_CHECKED}")
 
 
-def admit_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
+def _custom_resource_causes(errors: list[FieldError]) -> list[Cause]:
+    """The causes of a custom resource's errors, as kube-apiserver words the note that a
+    blocking schema error kept it from evaluating the CEL rules."""
+    return [
+        RULES_NOT_CHECKED
+        if (e.path, e.message) == ("", api_validation.NOT_CHECKED)
+        else Cause(e.path, e.message, e.reason)
+        for e in errors
+    ]
+
+
+def validate_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
     """The object as stored (CRD schema defaults applied), or Invalid (422) naming every
     bad field."""
-    causes = check_metadata(obj, needs_name=True)
+    causes = _check_metadata(obj, needs_name=True)
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     name = metadata.get("name")
     if not causes and isinstance(name, str) and name:
@@ -170,20 +203,20 @@ def admit_create(rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
     causes += _kind_checks(rk, obj)
     if rk.custom and not causes:
         obj = api_validation.apply_defaults(obj)
-        causes += _causes_from_field_errors(api_validation.validate_object(obj))
+        causes += _custom_resource_causes(api_validation.validate_object(obj))
     if causes:
         raise invalid(rk.kind, str(name or metadata.get("generateName") or ""), causes)
     return obj
 
 
-def admit_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def validate_update(rk: ResourceKind, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """The replacement as stored (defaults applied), or Invalid (422) for bad or
     immutable fields."""
-    causes = check_metadata(new, needs_name=False)
+    causes = _check_metadata(new, needs_name=False)
     causes += _kind_checks(rk, new)
     if rk.custom and not causes:
         new = api_validation.apply_defaults(new)
-        causes += _causes_from_field_errors(api_validation.validate_update(old, new))
+        causes += _custom_resource_causes(api_validation.validate_update(old, new))
     if causes:
         raise invalid(rk.kind, str(old["metadata"]["name"]), causes)
     return new

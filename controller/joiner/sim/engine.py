@@ -124,8 +124,7 @@ class World:
         if self.scheduler.on_node(event_type, node):
             self._wake_scheduler()
         if event_type == "DELETED":
-            self.manager.enqueue(Kubelet.name, f"gc/{node['metadata']['name']}")
-            return
+            return  # its pods: the pod garbage collector's (the store's), as on a cluster
         if not node["metadata"].get("deletionTimestamp"):  # taints change as nodes start
             for ds in self.kube.list("DaemonSet").items:
                 self.after_quiet.enqueue(Workloads.name, _workload_key(ds))
@@ -209,9 +208,7 @@ class Simulation:
         self._reported = -REPORT_INTERVAL
         # The operator's state and the emulated cluster only read what their watches
         # deliver: one thawed object serves both.
-        self.kube = MemoryKube(
-            self.clock, garbage_collection="manual", seed=seed, share_watched_objects=True
-        )
+        self.kube = MemoryKube(self.clock, seed=seed, share_watched_objects=True)
         self.cloud = build_cloud(scenario, self.clock)
         self.interruptions: Interruptions | None = None
         try:
@@ -316,7 +313,11 @@ class Simulation:
                 return
             upcoming = [
                 t
-                for t in (self.operator.manager.next_due(), self.world.next_due())
+                for t in (
+                    self.operator.manager.next_due(),
+                    self.world.next_due(),
+                    self.kube.next_due(),  # kube-controller-manager's work
+                )
                 if t is not None
             ]
             target = min(upcoming, default=end)
@@ -336,13 +337,12 @@ class Simulation:
     def _run_instant(self) -> None:
         self.budget.new_instant()
         while True:
-            self.kube.sync_disruption_budgets()  # the disruption controller's part
             ran = (
                 self.operator.pump()
                 + self.world.pump()
                 + self.operator.manager.run_due()
                 + self.world.manager.run_due()
-                + self.kube.collect_garbage()
+                + self.kube.run_controllers()
             )
             if not ran:  # quiet: now what waits for the rest (the kube-scheduler)
                 ran = self.world.after_quiet.run_due(limit=1)
@@ -383,7 +383,8 @@ class Simulation:
 
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being
-        drained or deleted."""
+        drained or deleted, no pod of a deleted node waiting for the pod garbage
+        collector."""
         return next(self._in_flight(), None) is None
 
     def _in_flight(self) -> Iterator[str]:
@@ -404,6 +405,11 @@ class Simulation:
             yield f"NodeClaims not yet initialized: {launching}"
         if deleting:
             yield f"NodeClaims being deleted: {deleting}"
+        orphaned = [
+            n for n in self.observer.pods.nodes_with_pods() if not self.observer.has_node(n)
+        ]
+        if orphaned:
+            yield f"pods of deleted nodes awaiting garbage collection: {len(orphaned)} nodes"
 
     def _unsettled(self, step: SettleStep) -> str | None:
         """The failure of a settle step that reached its bound, or None if it settled."""

@@ -1,11 +1,12 @@
-"""An emulated kubelet (and node lifecycle controller) for every instance.
+"""An emulated kubelet for every instance.
 
 An instance the controller launched registers a Node ``launch_delay`` after its
 NodeClaim was launched, with the NodeClaim's labels and taints (as user data
 would give it), becomes Ready ``ready_delay`` later (start-up taints are removed
-then, as the agent owning them would), runs the pods bound to it, finishes the
-deletion of its terminating pods, and its pods are garbage collected when the
-Node goes.
+then, as the agent owning them would), runs the pods bound to it and finishes the
+deletion of its terminating pods. The node lifecycle controller's taints and the
+garbage collection of the pods of a Node that went are the store's (the emulated
+kube-controller-manager of ``joiner.kube.controllermanager``).
 """
 
 from __future__ import annotations
@@ -169,16 +170,4 @@ class Kubelet:
     def _finish(self, pod_key: str) -> Result:
         namespace, name = pod_key.split("/", 1)
         self.kube.delete("Pod", name, namespace, grace_period_seconds=0)
-        return DONE
-
-    def _gc(self, node_name: str) -> Result:
-        """Pods bound to a Node that no longer exists are removed."""
-        for pod in self.kube.list("Pod", field_selector=f"spec.nodeName={node_name}").items:
-            with contextlib.suppress(NotFound):
-                self.kube.delete(
-                    "Pod",
-                    pod["metadata"]["name"],
-                    pod["metadata"]["namespace"],
-                    grace_period_seconds=0,
-                )
         return DONE

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from joiner.api import resources as res
-from joiner.api.conditions import is_true
 from joiner.clock import Clock
 from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
@@ -23,21 +22,6 @@ from joiner.scheduling.solver import solve
 from joiner.sim.podindex import PodIndex, is_pending
 
 KEY = "schedule"
-
-
-NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
-
-
-def effective_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
-    """The node's taints plus the ones the node lifecycle controller would add: not-ready
-    until Ready, unschedulable when cordoned. Such nodes still count as topology domains."""
-    spec = node.get("spec") or {}
-    taints = list(spec.get("taints") or [])
-    if not is_true((node.get("status") or {}).get("conditions"), "Ready"):
-        taints.append(dict(NOT_READY_TAINT))
-    if spec.get("unschedulable"):
-        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
-    return taints
 
 
 # kube-scheduler's defaults (podInitialBackoffSeconds, podMaxBackoffSeconds): a pod that
@@ -204,7 +188,9 @@ class KubeScheduler:
             name=node["metadata"]["name"],
             labels=dict(node["metadata"].get("labels") or {}),
             allocatable=res.parse_resource_list((node.get("status") or {}).get("allocatable")),
-            taints=effective_taints(node),
+            # The API server and the node lifecycle controller keep the not-ready and
+            # unschedulable taints on the Node itself, as kube-scheduler reads them.
+            taints=list((node.get("spec") or {}).get("taints") or []),
         )
         return node, existing
 

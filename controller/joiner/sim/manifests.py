@@ -4,7 +4,8 @@ The simulator accepts only the kinds it emulates; everything else would be silen
 inert, so it is rejected. Each manifest gets the checks the API server would make
 before the simulated world sees it: the Karpenter kinds through
 ``joiner.api.validation``, pod templates for containers and parseable resource
-quantities, workloads for a selector that matches their template. Errors are
+quantities, workloads for a selector that matches their template, and the decoding of
+every field (``joiner.kube.decoding``: types, unknown fields). Errors are
 ``ManifestError``s whose message names the field; ``joiner.sim.scenario`` adds the
 location in the scenario file.
 """
@@ -18,6 +19,10 @@ from typing import Any
 
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.validation import validate_object
+from joiner.kube.admission import BUILT_IN_PRIORITIES
+from joiner.kube.api import BadRequest
+from joiner.kube.decoding import decode_body
+from joiner.kube.jsondata import clone
 from joiner.kube.resources import Registry, default_registry
 from joiner.kube.selectors import selector_from_label_selector
 from joiner.sim.bounds import MAX_PODS, too_many_pods
@@ -121,6 +126,16 @@ def check_manifest(manifest: Mapping[str, Any]) -> None:
             _check_count(_spec(manifest)[count_field], f"spec.{count_field}")
     if kind == "PodDisruptionBudget":
         _check_pdb(_spec(manifest))
+    _check_decodes(manifest)
+
+
+def _check_decodes(manifest: Mapping[str, Any]) -> None:
+    """What the API server's decoder refuses, as ``kubectl apply`` sends a manifest
+    (``fieldValidation=Strict``): a field of the wrong type, an unknown field."""
+    try:
+        decode_body(_REGISTRY.lookup(manifest["kind"]), clone(dict(manifest)), "Strict", [])
+    except BadRequest as error:
+        raise ManifestError(error.message.split(": ", 1)[1]) from None
 
 
 def _namespace(kind: str, metadata: Mapping[str, Any]) -> str | None:
@@ -159,6 +174,12 @@ def _check_pod_spec(spec: Any, path: str) -> None:
     for map_field in ("nodeSelector", "overhead"):
         if not isinstance(spec.get(map_field) or {}, Mapping):
             raise ManifestError(f"{path}.{map_field}: expected a mapping")
+    priority_class = spec.get("priorityClassName")
+    if priority_class and priority_class not in BUILT_IN_PRIORITIES:
+        raise ManifestError(
+            f"{path}.priorityClassName: no PriorityClass {priority_class!r} (the simulated "
+            f"cluster has {' and '.join(sorted(BUILT_IN_PRIORITIES))})"
+        )
     if not isinstance(spec.get("tolerations") or [], list):
         raise ManifestError(f"{path}.tolerations: expected a list")
 

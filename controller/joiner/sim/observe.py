@@ -120,6 +120,9 @@ class Observer:
         else:
             self._nodes[name] = node
 
+    def has_node(self, name: str) -> bool:
+        return name in self._nodes
+
     def nodes(self) -> list[dict[str, Any]]:
         """The Nodes as the watch last delivered them, in list order. Do not change them."""
         return [self._nodes[name] for name in sorted(self._nodes)]

@@ -65,6 +65,10 @@ class PodIndex:
         """Every pod known, whatever its phase."""
         return len(self._pods)
 
+    def nodes_with_pods(self) -> set[str]:
+        """The names of the nodes some unfinished pod is bound to."""
+        return {node for node, keys in self._by_node.items() if keys}
+
     def on_node(self, node_name: str) -> list[Pod]:
         """The pods bound to the node and not finished (Succeeded or Failed), in list order.
         The same list until they change: do not change it either."""

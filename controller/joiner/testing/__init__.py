@@ -276,8 +276,9 @@ def create_unschedulable(kube: KubeAPI, manifest: dict[str, Any]) -> dict[str, A
 class OperatorRig:
     """The operator over the memory adapter and the fake cloud on a virtual clock,
     driven as the simulator drives it: at each instant pump the watches, run every due
-    reconcile and collect garbage until nothing more happens, then jump to the next due
-    time. Tests play kubelet and kube-scheduler through ``kube``."""
+    reconcile and the store's emulated kube-controller-manager until nothing more
+    happens, then jump to the next due time. Tests play kubelet and kube-scheduler
+    through ``kube``."""
 
     def __init__(
         self,
@@ -286,7 +287,7 @@ class OperatorRig:
         interruption_feed: InterruptionFeed | None = None,
     ) -> None:
         self.clock = FakeClock()
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
+        self.kube = MemoryKube(self.clock)
         self.cloud = FakeCloudProvider(instance_types, self.clock)
         self.operator = Operator(
             self.kube,
@@ -303,17 +304,21 @@ class OperatorRig:
         """Run the current instant to quiescence."""
         for _ in range(MAX_STEPS):
             ran = (
-                self.operator.pump() + self.operator.manager.run_due() + self.kube.collect_garbage()
+                self.operator.pump() + self.operator.manager.run_due() + self.kube.run_controllers()
             )
             if not ran:
                 return
         raise AssertionError(f"the operator did not settle within {MAX_STEPS} steps")
 
+    def _next_due(self) -> float | None:
+        dues = [d for d in (self.operator.manager.next_due(), self.kube.next_due()) if d]
+        return min(dues, default=None)
+
     def advance(self, seconds: float) -> None:
         """Move virtual time forward, stopping at every instant something is due."""
         end = self.clock.now() + seconds
         self.settle()
-        while (due := self.operator.manager.next_due()) is not None and due <= end:
+        while (due := self._next_due()) is not None and due <= end:
             self.clock.set(max(due, self.clock.now()))
             self.settle()
         self.clock.set(end)

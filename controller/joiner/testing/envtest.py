@@ -49,9 +49,9 @@ from joiner.kube.resources import Registry, ResourceKind, default_registry
 from joiner.testing.assets import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 
 READY_TIMEOUT = 60.0
-# Seconds a process gets to exit on SIGTERM before SIGKILL. A plane keeps nothing worth a
-# graceful shutdown, and kube-apiserver waits for every open watch to end, which a client
-# thread blocked reading one (a stopped watch feed of the tests) never does.
+# Seconds a process gets to exit on SIGTERM before SIGKILL: a plane keeps nothing worth a
+# graceful shutdown (kube-apiserver waits for its open watches to end; a stopped HttpWatch
+# closes its connection at once, but a test may leave one open).
 STOP_TIMEOUT = 2.0
 SERVICE_CIDR = "10.0.0.0/24"
 # Admission as on a cluster, minus ServiceAccount: the tests create pods without the
@@ -130,6 +130,7 @@ class ControlPlane:
     port: int = 0
     audit: bool = False  # write the audit log that ``audit_events()`` reads
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _etcd_url: str = field(default="", repr=False)
     _credentials: _Credentials | None = field(default=None, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -138,8 +139,8 @@ class ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._credentials = _make_credentials(self.workdir / "pki")
         try:
-            etcd_url = self._start_etcd()
-            self._start_apiserver(etcd_url)
+            self._etcd_url = self._start_etcd()
+            self._start_apiserver(self._etcd_url)
             self._write_admin_kubeconfig()
         except BaseException:
             self.stop()
@@ -326,6 +327,39 @@ class ControlPlane:
                     content_type="application/apply-patch+yaml",
                 )
             )
+        finally:
+            kube.close()
+
+    def watches_served(self, resource: str, scope: str) -> int:
+        """The watches of ``resource`` (``configmaps``) kube-apiserver is serving now,
+        namespaced or cluster-wide (``scope``): its ``apiserver_longrunning_requests``."""
+        kube = self.admin_kube()
+        try:
+            metrics = kube._client.get("/metrics", headers=kube._headers()).text
+        finally:
+            kube.close()
+        wanted = (f'resource="{resource}"', f'scope="{scope}"', 'verb="WATCH"')
+        for line in metrics.splitlines():
+            if line.startswith("apiserver_longrunning_requests{") and all(
+                w in line for w in wanted
+            ):
+                return int(float(line.rsplit(" ", 1)[1]))
+        return 0
+
+    def compact_etcd(self, resource_version: str) -> None:
+        """Compact etcd's history up to ``resource_version`` (a resourceVersion is an
+        etcd revision), as the API server does every five minutes."""
+        body = json.dumps({"revision": int(resource_version), "physical": True}).encode()
+        request = urllib.request.Request(f"{self._etcd_url}/v3/kv/compaction", data=body)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            answer.read()
+
+    def openapi(self, group_versions: Iterable[str]) -> list[dict[str, Any]]:
+        """The server's OpenAPI v3 document of each group-version (``api/v1``,
+        ``apis/apps/v1``), as ``joiner.kube.coreschema`` is generated from."""
+        kube = self.admin_kube()
+        try:
+            return [dict(kube._request("GET", f"/openapi/v3/{gv}")) for gv in group_versions]
         finally:
             kube.close()
 

@@ -11,6 +11,7 @@ from joiner.api import labels as wk
 from joiner.api.conditions import FALSE, TRUE, is_true, set_condition
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 from joiner.operator import OperatorOptions
 
 ZONE_A, ZONE_B = "test-zone-1", "test-zone-2"
@@ -116,7 +117,7 @@ class Harness(testing.OperatorRig):
         name = claim["metadata"]["name"]
         node_name = self.register_node(name)
         self.set_node_ready(node_name)
-        self.settle()
+        self.advance(NODE_LIFECYCLE_DELAY)  # the not-ready taint goes
         assert is_true(self.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")
         self.kube.delete("Pod", "seed", "default")  # unbound: gone at once
         self.settle()

@@ -20,7 +20,7 @@ def claim(name: str) -> dict:
 
 def world():
     clock = FakeClock(0)
-    kube = MemoryKube(clock, garbage_collection="manual")
+    kube = MemoryKube(clock)
     cloud = FakeCloudProvider([new_instance_type("small", cpu="2")], clock)
     state = ClusterState(clock)
     return clock, kube, cloud, state, GarbageCollection(kube, state, cloud, clock)

@@ -8,6 +8,7 @@ from ctl_harness import ZONE_A, ZONE_B, Harness, pending_pod
 from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.cloudprovider.types import CloudProviderError
+from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 from joiner.testing import capacity_types, ec2nodeclass, nodepool
 
 
@@ -129,6 +130,8 @@ def test_registration_and_initialization_leave_the_watched_node_object_as_it_was
     assert wk.NODE_REGISTERED not in watched["metadata"]["labels"]
     assert h.kube.get("Node", node_name)["metadata"]["labels"][wk.NODE_REGISTERED] == "true"
     h.set_node_ready(node_name)
+    h.clock.advance(NODE_LIFECYCLE_DELAY)
+    h.kube.run_controllers()  # the not-ready taint goes
     h.operator.pump()
     watched = h.operator.state.nodes[node_name]
     h.operator.lifecycle.reconcile(name)

@@ -30,12 +30,14 @@ def test_a_deleted_class_waits_for_its_nodeclaims_then_the_provider_cleans_up():
     assert kube.get("EC2NodeClass", "default")["metadata"]["finalizers"] == [
         "karpenter.k8s.aws/termination"
     ]
-    state.apply("ADDED", kube.create(CLAIM))
+    claim = kube.create(CLAIM)
+    state.apply("ADDED", claim)
     kube.delete("EC2NodeClass", "default")
     assert controller.reconcile("default").requeue_after == TERMINATION_POLL
     assert finalized == []
     assert kube.get("EC2NodeClass", "default")["metadata"]["deletionTimestamp"]
-    state.apply("DELETED", kube.delete("NodeClaim", "default-abc"))
+    kube.delete("NodeClaim", "default-abc")
+    state.apply("DELETED", claim)
     assert controller.reconcile("default").requeue_after is None
     assert finalized == ["default"]
     with pytest.raises(NotFound):

@@ -9,9 +9,11 @@ import dataclasses
 from ctl_harness import ZONE_A, ZONE_B, Harness, catalogue, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import is_true
+from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 from joiner.testing import ec2nodeclass, nodepool
 
 LIFECYCLE = ("Launched", "Registered", "Initialized", "Ready")
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 
 def _conditions(claim: dict) -> list[str]:
@@ -65,7 +67,7 @@ def test_pending_pods_become_one_initialized_nodeclaim():
     node_name = h.register_node(name)
     h.settle()
     node = h.kube.get("Node", node_name)
-    assert node["spec"]["taints"] == []  # the unregistered taint is gone
+    assert node["spec"]["taints"] == [NOT_READY]  # the unregistered taint is gone
     assert node["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
     assert node["metadata"]["labels"][wk.NODE_REGISTERED] == "true"
     assert wk.NODE_INITIALIZED not in node["metadata"]["labels"]
@@ -77,7 +79,10 @@ def test_pending_pods_become_one_initialized_nodeclaim():
     assert _conditions(h.kube.get("NodeClaim", name)) == ["Launched", "Registered"]
 
     h.set_node_ready(node_name)
-    h.settle()
+    h.settle()  # Ready, but the not-ready taint stays until the node lifecycle controller acts
+    assert _conditions(h.kube.get("NodeClaim", name)) == ["Launched", "Registered"]
+    h.advance(NODE_LIFECYCLE_DELAY)
+    assert "taints" not in h.kube.get("Node", node_name)["spec"]
     claim = h.kube.get("NodeClaim", name)
     assert _conditions(claim) == ["Launched", "Registered", "Initialized", "Ready"]
     assert h.kube.get("Node", node_name)["metadata"]["labels"][wk.NODE_INITIALIZED] == "true"
@@ -98,7 +103,7 @@ def test_startup_taints_hold_initialization_until_removed():
     name = claim["metadata"]["name"]
     node_name = h.register_node(name)
     h.settle()
-    assert h.kube.get("Node", node_name)["spec"]["taints"] == [startup]
+    assert h.kube.get("Node", node_name)["spec"]["taints"] == [NOT_READY, startup]
     h.set_node_ready(node_name)
     h.advance(10)
     assert not is_true(h.kube.get("NodeClaim", name)["status"]["conditions"], "Initialized")

@@ -9,6 +9,7 @@ from ctl_harness import Harness, pending_pod
 from joiner.api import labels as wk
 from joiner.api.conditions import TRUE, set_condition
 from joiner.kube.api import NotFound
+from joiner.kube.controllermanager import DISRUPTION_DELAY
 from joiner.testing import ec2nodeclass, nodepool
 
 
@@ -83,7 +84,7 @@ def test_drain_goes_tier_by_tier_holds_on_the_pdb_then_terminates():
     _run_on(h, node_name, _pod("tolerant", spec=tolerant))
     _run_on(h, node_name, _pod("static-web", annotations={"kubernetes.io/config.mirror": "x"}))
     h.kube.create(_pdb("web", "web", 2))
-    h.settle()
+    h.advance(DISRUPTION_DELAY)  # the disruption controller writes the budget's status
 
     h.kube.delete("NodeClaim", claim_name)
     h.settle()
@@ -133,7 +134,7 @@ def test_termination_grace_period_deletes_pods_the_pdb_protects():
     claim_name, node_name = h.initialized_node()
     _run_on(h, node_name, _pod("db-0", labels={"app": "db"}))
     h.kube.create(_pdb("db", "db", 1))
-    h.settle()
+    h.advance(DISRUPTION_DELAY)
     h.kube.delete("NodeClaim", claim_name)
     h.advance(29)
     assert h.events("Evicted") == []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from joiner.clock import FakeClock
 from joiner.kube.api import KubeAPI, WatchEvent
+from joiner.kube.memory import MemoryKube
 
 
 def take(watch: Any, count: int) -> list[WatchEvent]:
@@ -37,3 +39,16 @@ def ready_pod(api: KubeAPI, name: str, labels: dict[str, str], **extra: Any) -> 
         "conditions": [{"type": "Ready", "status": "True"}],
     }
     return api.update_status(created)
+
+
+def settle(store: MemoryKube, seconds: float = 0.1) -> None:
+    """Let ``seconds`` of virtual time pass for the store's emulated controllers (the
+    store's clock is a FakeClock), running their work at the times it falls due."""
+    clock = store.clock
+    assert isinstance(clock, FakeClock)
+    end = clock.now() + seconds
+    store.run_controllers()
+    while (due := store.next_due()) is not None and due <= end:
+        clock.set(max(due, clock.now()))
+        store.run_controllers()
+    clock.set(end)

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from joiner.backoff import Backoff, Retrier
+from joiner.clock import FakeClock
 from joiner.kube.api import (
     ObjectList,
     ServiceUnavailable,
@@ -22,8 +24,11 @@ from joiner.kube.api import (
     WatchEvent,
 )
 from joiner.kube.http import ClusterConfig, ConfigError, HttpKube, RetryPolicy, TokenBucket
+from joiner.kube.memory import MemoryKube
 from joiner.kube.reflector import list_and_watch
 from joiner.kube.server import KubeHTTPServer
+from joiner.testing.envtest import ControlPlane
+from joiner.testing.polling import wait_for
 from joiner.yamlio import MAX_INPUT_BYTES
 from kube_helpers import pod
 
@@ -230,20 +235,37 @@ def test_eviction_429_is_not_retried(scripted: ScriptedServer):
 # ---------------------------------------------------------------- re-list on 410
 
 
-def test_list_and_watch_relists_after_gone(env):
-    env.api.create(pod("a"))
-    stream = list_and_watch(env.api, "Pod", "default", watch_timeout_seconds=5)
+@pytest.fixture(params=["memory", "http"])
+def short_history(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """An adapter over a store that keeps a watch history of two changes (a watch cache
+    that small), so that a resourceVersion a moment old is already Gone."""
+    store = MemoryKube(FakeClock(), watch_history=2)
+    if request.param == "memory":
+        yield store
+        return
+    server = KubeHTTPServer(store).start()
+    api = HttpKube(ClusterConfig(server=server.url), retry=RetryPolicy(max_retries=0))
+    yield api
+    api.close()
+    server.stop()
+
+
+def test_list_and_watch_relists_after_gone(short_history):
+    api = short_history
+    api.create(pod("a"))
+    pauses = Retrier(Backoff(base=0.01, cap=0.01))
+    stream = list_and_watch(api, "Pod", "default", watch_timeout_seconds=5, retrier=pauses)
     first = next(stream)
     assert isinstance(first, ObjectList)
     assert [i["metadata"]["name"] for i in first.items] == ["a"]
-    # While the consumer holds the list, history it has not seen is compacted away:
+    # While the consumer holds the list, history it has not seen goes out of the window:
     # the watch from the list's version is Gone, so the stream lists again.
-    env.api.create(pod("b"))
-    env.store.compact()
+    for name in ("b", "x", "y", "z"):
+        api.create(pod(name))
     second = next(stream)
     assert isinstance(second, ObjectList)
-    assert [i["metadata"]["name"] for i in second.items] == ["a", "b"]
-    env.api.create(pod("c"))
+    assert [i["metadata"]["name"] for i in second.items] == ["a", "b", "x", "y", "z"]
+    api.create(pod("c"))
     event = next(stream)
     assert isinstance(event, WatchEvent)
     assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "c")
@@ -306,3 +328,54 @@ def test_https_with_cluster_ca(tls_server):
     with pytest.raises(Unreachable, match=r"^list /api/v1/namespaces: ConnectError: .*CERTIFICATE"):
         untrusted.list("Namespace")
     untrusted.close()
+
+
+# ---------------------------------------------------------------- stopping a watch
+
+
+def _blocked_reader(watch: Any) -> threading.Thread:
+    """A thread iterating the watch, blocked reading once the listing is through."""
+    reader = threading.Thread(target=lambda: list(watch), daemon=True)
+    reader.start()
+    return reader
+
+
+def test_stop_ends_a_watch_whose_reader_is_blocked_on_the_real_server(
+    control_plane: ControlPlane, namespace: str
+):
+    """stop() from another thread shuts the socket down: the blocked reader wakes and
+    kube-apiserver stops serving the watch at once (it used to wait for the watch's
+    timeout, and a stopping apiserver waited for it)."""
+    before = control_plane.watches_served("configmaps", "namespace")
+    kube = control_plane.admin_kube()
+    listed = kube.list("ConfigMap", namespace).resource_version
+    kube.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": namespace}}
+    )
+    watch = kube.watch("ConfigMap", namespace, resource_version=listed, timeout_seconds=300)
+    reader = _blocked_reader(watch)  # reads the ADDED, then waits
+    wait_for(
+        lambda: control_plane.watches_served("configmaps", "namespace") == before + 1,
+        "the watch to open",
+        10.0,
+    )
+    watch.stop()
+    reader.join(timeout=2.0)
+    assert not reader.is_alive()
+    wait_for(
+        lambda: control_plane.watches_served("configmaps", "namespace") == before,
+        "the server to end it",
+        2.0,
+    )
+    kube.close()
+
+
+def test_stop_wakes_a_reader_blocked_on_the_in_memory_server(server: KubeHTTPServer):
+    kube = HttpKube(ClusterConfig(server=server.url))
+    watch = kube.watch("ConfigMap", "default", timeout_seconds=300)
+    reader = _blocked_reader(watch)
+    wait_for(lambda: server._watches, "the watch to open", 5.0)
+    watch.stop()
+    reader.join(timeout=2.0)
+    assert not reader.is_alive()
+    kube.close()

@@ -45,11 +45,13 @@ def test_json_merge_patch_rfc_examples(target, patch, expected):
 
 # ---------------------------------------------------------------- strategic merge
 
+POD, NODE, SERVICE = "core.v1.Pod", "core.v1.Node", "core.v1.Service"
+
 
 def test_strategic_delete_directive_in_keyed_list():
     target = {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}
     patch = {"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}
-    assert strategic_merge_patch(target, patch) == {"spec": {"containers": [{"name": "b"}]}}
+    assert strategic_merge_patch(target, patch, POD) == {"spec": {"containers": [{"name": "b"}]}}
 
 
 def test_strategic_delete_from_primitive_list_and_replace_map():
@@ -60,21 +62,40 @@ def test_strategic_delete_from_primitive_list_and_replace_map():
             "labels": {"$patch": "replace", "z": "3"},
         }
     }
-    assert strategic_merge_patch(target, patch) == {
+    assert strategic_merge_patch(target, patch, POD) == {
         "metadata": {"finalizers": ["b"], "labels": {"z": "3"}}
     }
 
 
 def test_strategic_unkeyed_list_is_replaced():
     target = {"spec": {"taints": [{"key": "a"}]}}
-    assert strategic_merge_patch(target, {"spec": {"taints": [{"key": "b"}]}}) == {
+    assert strategic_merge_patch(target, {"spec": {"taints": [{"key": "b"}]}}, NODE) == {
         "spec": {"taints": [{"key": "b"}]}
+    }
+
+
+def test_strategic_merge_keys_come_from_the_schema_not_the_field_name():
+    """Container ports merge by containerPort, a Service's ports by port."""
+    service = {"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443}]}}
+    patched = strategic_merge_patch(
+        service, {"spec": {"ports": [{"port": 80, "name": "web"}]}}, SERVICE
+    )
+    assert patched == {"spec": {"ports": [{"port": 80, "name": "web"}, {"port": 443}]}}
+
+
+def test_strategic_set_element_order_orders_the_merged_list():
+    target = {"metadata": {"finalizers": ["a", "b"]}}
+    patch = {"metadata": {"$setElementOrder/finalizers": ["b", "c", "a"], "finalizers": ["c"]}}
+    assert strategic_merge_patch(target, patch, POD) == {
+        "metadata": {"finalizers": ["b", "c", "a"]}
     }
 
 
 def test_strategic_keyed_item_without_key_is_invalid():
     with pytest.raises(Invalid) as error:
-        strategic_merge_patch({"spec": {"containers": []}}, {"spec": {"containers": [{"x": 1}]}})
+        strategic_merge_patch(
+            {"spec": {"containers": []}}, {"spec": {"containers": [{"x": 1}]}}, POD
+        )
     assert error.value.causes[0].field == "name"
 
 

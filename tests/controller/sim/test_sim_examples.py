@@ -16,6 +16,8 @@ def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
         "gpu.yaml",
         "limits.yaml",
+        "replicas-1000.yaml",
+        "replicas-10000.yaml",
         "spot-interruption.yaml",
         "walkthrough.yaml",
         "weighted-pools.yaml",

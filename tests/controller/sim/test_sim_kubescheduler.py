@@ -25,7 +25,7 @@ class Cluster:
 
     def __init__(self) -> None:
         self.clock = FakeClock(0.0)
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
+        self.kube = MemoryKube(self.clock)
         self.pods = PodIndex()
         self.nodes: dict[str, dict[str, Any]] = {}
         self.scheduler = KubeScheduler(
@@ -53,6 +53,15 @@ class Cluster:
         result = self.scheduler.reconcile(kubescheduler.KEY)
         self.pump()
         return result.requeue_after
+
+    def join(self, node: dict[str, Any]) -> None:
+        """Create a Node and take off the not-ready taint the API server puts on it, as
+        the node lifecycle controller does once the Node is Ready."""
+        created = self.kube.create(node)
+        created["spec"]["taints"] = [
+            t for t in created["spec"]["taints"] if t["key"] != "node.kubernetes.io/not-ready"
+        ]
+        self.kube.update(created)
 
     def pod(self, name: str) -> dict[str, Any]:
         return self.kube.get("Pod", name, "default")
@@ -97,7 +106,7 @@ def cluster() -> Cluster:
 
 
 def test_a_pod_that_does_not_fit_is_not_tried_again_while_nothing_changes(cluster: Cluster):
-    cluster.kube.create(_node("n1", "1"))
+    cluster.join(_node("n1", "1"))
     cluster.kube.create(_pod("big", "4"))
     assert cluster.run() is None
     assert cluster.message("big").startswith("0/1 nodes are available")
@@ -112,17 +121,17 @@ def test_after_a_node_joins_a_pod_is_tried_again_when_its_backoff_ends(cluster: 
     cluster.run()  # first attempt at t=0: backoff 1 s
     assert cluster.message("big") == "no nodepool can launch nodes"
     cluster.clock.advance(0.5)
-    cluster.kube.create(_node("n1", "1"))
+    cluster.join(_node("n1", "1"))
     version = cluster.version("big")
     assert cluster.run() == 0.5  # woken by the node, retried at the end of the backoff
     assert cluster.version("big") == version
     cluster.clock.advance(0.5)
     assert cluster.run() is None  # second attempt at t=1: backoff 2 s
     assert cluster.message("big").startswith("0/1 nodes are available")
-    cluster.kube.create(_node("n2", "2"))
+    cluster.join(_node("n2", "2"))
     assert cluster.run() == 2.0
     cluster.clock.advance(2.0)
-    cluster.kube.create(_node("n3", "8"))
+    cluster.join(_node("n3", "8"))
     cluster.run()
     assert cluster.pod("big")["spec"]["nodeName"] == "n3"
 
@@ -132,7 +141,7 @@ def test_backoff_doubles_up_to_ten_seconds(cluster: Cluster):
     delays = []
     for index in range(6):
         cluster.run()
-        cluster.kube.create(_node(f"n{index}", "1"))
+        cluster.join(_node(f"n{index}", "1"))
         delay = cluster.run()
         delays.append(delay)
         cluster.clock.advance(delay or 0.0)
@@ -140,7 +149,7 @@ def test_backoff_doubles_up_to_ten_seconds(cluster: Cluster):
 
 
 def test_an_unchanged_message_is_not_rewritten(cluster: Cluster):
-    cluster.kube.create(_node("n1", "1"))
+    cluster.join(_node("n1", "1"))
     cluster.kube.create(_pod("big", "4"))
     cluster.run()
     version = cluster.version("big")
@@ -153,7 +162,7 @@ def test_an_unchanged_message_is_not_rewritten(cluster: Cluster):
 
 
 def test_node_updates_wake_it_only_when_they_change_what_it_reads(cluster: Cluster):
-    cluster.kube.create(_node("n1", "1"))
+    cluster.join(_node("n1", "1"))
     cluster.kube.create(_pod("big", "4"))
     cluster.run()
     node = cluster.kube.get("Node", "n1")
@@ -169,7 +178,7 @@ def test_node_updates_wake_it_only_when_they_change_what_it_reads(cluster: Clust
 
 
 def test_pods_with_affinity_are_tried_again_when_a_pod_is_bound(cluster: Cluster):
-    cluster.kube.create(_node("n1", "8"))
+    cluster.join(_node("n1", "8"))
     near_db = {
         "podAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -198,7 +207,7 @@ def test_pods_with_affinity_are_tried_again_when_a_pod_is_bound(cluster: Cluster
 
 
 def test_room_freed_on_a_node_wakes_it(cluster: Cluster):
-    cluster.kube.create(_node("n1", "4"))
+    cluster.join(_node("n1", "4"))
     cluster.kube.create(_pod("first", "3", nodeName="n1"))
     cluster.kube.create(_pod("second", "3"))
     cluster.run()
@@ -207,7 +216,7 @@ def test_room_freed_on_a_node_wakes_it(cluster: Cluster):
     cluster.kube.delete("Pod", "first", "default", grace_period_seconds=0)
     cluster.woken.clear()
     cluster.pump()
-    assert cluster.woken == [True]
+    assert cluster.woken == [False, True]  # terminating (still holds its room), then gone
     cluster.run()
     assert cluster.pod("second")["spec"]["nodeName"] == "n1"
 

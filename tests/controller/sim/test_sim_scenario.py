@@ -702,6 +702,31 @@ def test_pod_needs_containers(scenario_doc):
     )
 
 
+def test_manifest_fields_are_decoded_as_the_api_server_decodes_them(scenario_doc):
+    template = scenario_doc["spec"]["objects"][2]["spec"]["template"]["spec"]
+    template["containers"][0]["imagePullPolicyy"] = "Always"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): strict decoding error: unknown field "
+        '"spec.template.spec.containers[0].imagePullPolicyy"'
+    )
+    del template["containers"][0]["imagePullPolicyy"]
+    template["terminationGracePeriodSeconds"] = "30s"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): json: cannot unmarshal string into Go struct field "
+        "PodSpec.spec.template.spec.terminationGracePeriodSeconds of type int64"
+    )
+
+
+def test_only_the_built_in_priority_classes_exist(scenario_doc):
+    template = scenario_doc["spec"]["objects"][2]["spec"]["template"]["spec"]
+    template["priorityClassName"] = "high"
+    assert error_of(scenario_doc) == (
+        "spec.objects[2] (Deployment/app): spec.template.spec.priorityClassName: no "
+        "PriorityClass 'high' (the simulated cluster has system-cluster-critical and "
+        "system-node-critical)"
+    )
+
+
 def test_negative_replicas(scenario_doc):
     scenario_doc["spec"]["objects"][2]["spec"]["replicas"] = -1
     assert error_of(scenario_doc) == (

@@ -83,7 +83,15 @@ def test_a_launched_instance_registers_a_ready_node_that_runs_its_pods(
         assert lease["spec"]["holderIdentity"] == running
         assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
 
-        admin.create(testing.pod("app", cpu="100m", namespace=namespace, nodeName=running))
+        # No Joiner controller lifts the unregistered taint here, and it is NoExecute: a
+        # pod that did not tolerate it would be evicted by kube-controller-manager's
+        # taint-eviction controller whenever another test has started that component.
+        tolerate = {"key": wk.UNREGISTERED_TAINT_KEY, "operator": "Exists"}
+        admin.create(
+            testing.pod(
+                "app", cpu="100m", namespace=namespace, nodeName=running, tolerations=[tolerate]
+            )
+        )
         _wait(
             lambda: _get(admin, "Pod", "app", namespace)["status"].get("phase") == "Running",
             "the pod to run",

@@ -89,7 +89,7 @@ def instances(ec2: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 class Rig:
     def __init__(self, ec2: Any, bus: InterruptionBus) -> None:
         self.clock = FakeClock()
-        self.kube = MemoryKube(self.clock, garbage_collection="manual")
+        self.kube = MemoryKube(self.clock)
         self.state = ClusterState(self.clock)
         self.metrics = Metrics()
         context = ControllerContext(
