@@ -16,13 +16,25 @@ import argparse
 import contextlib
 import sys
 
-from joiner.sim import progress
+from joiner.api.duration import format_duration
+from joiner.sim import bounds, progress
 from joiner.sim.bounds import BoundReached
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import ScenarioError, load_scenario
 
 # A run whose settle step did not settle answers nothing it was asked: as bad as bad input.
 UNSETTLED_EXIT_CODE = 2
+
+
+EXIT_STATUS = (
+    "exit status: 0 done, every expect held and every settle settled; 1 an expect failed; "
+    f"{ScenarioError.exit_code} invalid scenario (the message names the field) or a settle "
+    f"that did not settle; {BoundReached.exit_code} the run reached a bound and did not "
+    f"converge (spec.limits.wallTime, default {format_duration(bounds.DEFAULT_WALL_SECONDS)}; "
+    f"spec.limits.steps, default {bounds.DEFAULT_STEPS:,}; {bounds.MAX_NODECLAIMS:,} "
+    f"NodeClaims at once; an instant that never ends). Workloads may ask for at most "
+    f"{bounds.MAX_PODS:,} pods."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the real controller on a virtual clock against a simulated "
         "cluster described by a scenario file (see docs/scenario.md) and print what "
         "happened: nodes launched, where pods went, cost per hour, pending pods and why.",
+        epilog=EXIT_STATUS,
     )
     parser.add_argument("file", metavar="FILE", help="scenario YAML (apiVersion joiner.sim/v1)")
     parser.add_argument(

@@ -219,3 +219,16 @@ def test_a_run_that_reaches_a_bound_is_exit_3_naming_the_step(
         "(spec.limits.steps: 40) ran out at t=11s of virtual time, after 41 steps and "
     )  # then the wall time it took
     assert err.endswith("s (pending pods: 3, NodeClaims not yet initialized: 1)\n")
+
+
+def test_help_states_the_exit_codes_and_the_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "exit status: 0 done, every expect held and every settle settled; 1 an expect "
+        "failed; 2 invalid scenario (the message names the field) or a settle that did not "
+        "settle; 3 the run reached a bound and did not converge (spec.limits.wallTime, "
+        "default 10m; spec.limits.steps, default 10,000,000; 10,000 NodeClaims at once; an "
+        "instant that never ends). Workloads may ask for at most 50,000 pods."
+    ) in text
