@@ -100,7 +100,9 @@ def child(case: str) -> int:
 
 
 def run_child(case: str) -> tuple[dict, float]:
-    """One run in a fresh interpreter: its figures and its peak RSS in MB."""
+    """One run in a fresh interpreter: its figures, with the CPU seconds of the whole
+    child (on a shared machine, what the wall time would be on an idle one), and its peak
+    RSS in MB."""
     process = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.bench_simscale", "--child", case],
         stdout=subprocess.PIPE,
@@ -112,7 +114,9 @@ def run_child(case: str) -> tuple[dict, float]:
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(f"{case}: the run exited {process.returncode}")
-    return json.loads(output.decode().splitlines()[-1]), usage.ru_maxrss * 1024 / MB
+    figures = json.loads(output.decode().splitlines()[-1])
+    figures["cpu"] = usage.ru_utime + usage.ru_stime
+    return figures, usage.ru_maxrss * 1024 / MB
 
 
 def spread(values: list[float], unit: str, digits: int = 1) -> str:
@@ -132,6 +136,7 @@ def benchmark(case: str, runs: int, quick: bool) -> list[str]:
     rss = [peak for _, peak in outcomes]
     print(f"case {case}{' (quick mode: targets not judged)' if quick else ''}")
     print(f"  wall time              {spread(walls, 's')}")
+    print(f"  CPU time (process)     {spread([f['cpu'] for f, _ in outcomes], 's')}")
     print(f"  peak RSS               {spread(rss, 'MB', 0)}")
     print(f"  virtual hours          {first['virtual_hours']:g}")
     print(f"  pods / nodes at peak   {first['peak_pods']:,} / {first['peak_nodes']:,}")
