@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from joiner.api.duration import format_duration
 
 # Pods the workloads of a scenario may ask for at any step (replicas, Job parallelism,
-# bare pods): about 50 MB of memory per 1,000 pods with their nodes and events.
+# bare pods): about 70 MB of memory per 1,000 pods with their nodes and events.
 MAX_PODS = 50_000
 # NodeClaims alive at once: more means pods that each want a node of their own beyond
 # any cluster the simulator is meant for, or a loop creating NodeClaims.
