@@ -256,8 +256,8 @@ def scenario_document(
         "kind": "Scenario",
         "metadata": {"name": "diurnal"},
         "spec": {
-            # A busy machine must not cut a measurement short (the default is 10m).
-            "limits": {"wallTime": "1h"},
+            # A busy machine must not cut a measurement short (the defaults: 10m, 10M steps).
+            "limits": {"wallTime": "1h", "steps": 100_000_000},
             "cluster": {"name": "bench", "region": "us-east-1", "zones": list(ZONES)},
             "cloud": cloud,
             "settings": {"FEATURE_GATES": "SpotToSpotConsolidation=true"},
