@@ -47,8 +47,10 @@ from joiner.sim.scenario import (
     ScenarioError,
     SettleStep,
     Step,
+    UnhealthyStep,
     evaluate_expect,
 )
+from joiner.sim.targets import target_nodes
 from joiner.sim.workloads import Workloads, is_active
 from joiner.state.feed import DrainFeed
 
@@ -259,7 +261,7 @@ class Simulation:
         self._run_instant()
         records = [self._step(step) for step in self.scenario.steps]
         self._run_instant()
-        self._report(force=True)
+        self._report_progress(force=True)
         return SimulationResult(
             scenario=self.scenario.name,
             steps=records,
@@ -290,6 +292,8 @@ class Simulation:
             self._capacity(step)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
+        elif isinstance(step, UnhealthyStep):
+            self._unhealthy(step)
         elif isinstance(step, ExpectStep):
             failures = evaluate_expect(
                 step, self.observer.snapshot(), list(self.observer.nodeclaims.values())
@@ -362,9 +366,9 @@ class Simulation:
                 f"t={format_duration(self.observer.elapsed())} of virtual time, after "
                 f"{self.budget.steps:,} steps and {self.budget.wall_seconds():.0f}s ({in_flight})"
             )
-        self._report()
+        self._report_progress()
 
-    def _report(self, force: bool = False) -> None:
+    def _report_progress(self, force: bool = False) -> None:
         """Tell the progress reporter where the run is, at most every REPORT_INTERVAL."""
         wall = self.budget.wall_seconds()
         if self.progress is None or (not force and wall - self._reported < REPORT_INTERVAL):
@@ -461,6 +465,31 @@ class Simulation:
                 step.duration,
                 lambda: self.cloud.set_available(step.unavailable, True),
             )
+
+    def _unhealthy(self, step: UnhealthyStep) -> None:
+        """The chosen nodes report the condition now and, after ``for``, the healthy
+        status again (those still there)."""
+        names = [node["metadata"]["name"] for node in target_nodes(self.kube, step)]
+        for name in names:
+            self._report(name, step.condition, step.status, step.reason)
+        if step.duration is not None:
+            healthy = "False" if step.status == TRUE else TRUE
+            self.world.timers.schedule(
+                self.world.manager,
+                f"healthy/{step.index}",
+                step.duration,
+                lambda: [self._report(n, step.condition, healthy, "Recovered") for n in names],
+            )
+
+    def _report(self, node_name: str, condition: str, status: str, reason: str) -> None:
+        """A node agent (the kubelet, the EKS node monitoring agent) reports a condition."""
+        try:
+            node = self.kube.get("Node", node_name)
+        except NotFound:
+            return
+        conditions = node.setdefault("status", {}).setdefault("conditions", [])
+        set_condition(conditions, condition, status, self.clock.now(), reason=reason)
+        self.kube.update_status(node)
 
     def _schedule(self, key: str, delay: float, action: Callable[[], None]) -> None:
         self.world.timers.schedule(self.world.manager, key, delay, action)
