@@ -7,6 +7,7 @@ Methods return a command, or None with the reason each candidate was passed over
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.identity import IdentityCache
+from joiner.scheduling.catalog import Dimensions
 from joiner.scheduling.model import NodeClaimPlan, Plan
 
 MULTI_NODE_MAX_CANDIDATES = 100
@@ -285,50 +287,67 @@ def single_node(
 @dataclass(frozen=True)
 class Rooms:
     """The free room of the nodes pods may move to, as one matrix (nodes x resources),
-    built once per pass rather than once per candidate checked against it."""
+    built once per pass rather than once per candidate checked against it. ``free``
+    saturates at int64 (for comparisons); ``exact`` holds the amounts as Python integers
+    (for sums)."""
 
     rows: Mapping[str, int]  # node name -> its row
     columns: Mapping[str, int]  # resource name -> its column
     free: np.ndarray
+    exact: np.ndarray
 
     @classmethod
     def of(cls, by_node: Mapping[str, Mapping[str, int]]) -> Rooms:
         names = sorted({name for room in by_node.values() for name in room})
+        rooms = list(by_node.values())
         return cls(
             {node: row for row, node in enumerate(by_node)},
             {name: column for column, name in enumerate(names)},
-            _matrix(list(by_node.values()), names),
+            _matrix(rooms, names),
+            _exact(rooms, names),
         )
 
-    def without(self, node: str, names: Sequence[str]) -> np.ndarray:
-        """The rooms of every node but ``node``, in the resources ``names`` (0 where a
-        node has none of one)."""
+    def without(self, node: str, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The rooms of every node but ``node`` in the resources ``names`` (0 where a node
+        has none of one): saturated and exact."""
         row = self.rows.get(node)
-        free = self.free if row is None else np.delete(self.free, row, axis=0)
-        chosen = np.zeros((free.shape[0], len(names)), dtype=np.int64)
-        for index, name in enumerate(names):
-            column = self.columns.get(name)
-            if column is not None:
-                chosen[:, index] = free[:, column]
-        return chosen
+        keep = [r for r in range(self.free.shape[0]) if r != row]
+        columns = [self.columns.get(name) for name in names]
+        return _columns(self.free[keep], columns, np.int64), _columns(
+            self.exact[keep], columns, object
+        )
+
+
+def _columns(matrix: np.ndarray, columns: Sequence[int | None], dtype: Any) -> np.ndarray:
+    chosen = np.zeros((matrix.shape[0], len(columns)), dtype=dtype)
+    for index, column in enumerate(columns):
+        if column is not None:
+            chosen[:, index] = matrix[:, column]
+    return chosen
 
 
 @dataclass(frozen=True)
 class PodShapes:
     """Pods' requests as the distinct requests (rows over ``names``) with how many pods
-    ask for each: pods of one workload ask for the same."""
+    ask for each: pods of one workload ask for the same. ``shapes`` saturates at int64
+    (for comparisons); ``exact`` holds the amounts as Python integers (for sums)."""
 
     names: tuple[str, ...]
     shapes: np.ndarray
+    exact: np.ndarray
     counts: np.ndarray
 
     @classmethod
     def of(cls, requests: Sequence[Mapping[str, int]]) -> PodShapes:
         names = sorted({name for r in requests for name in r})
-        if not names:
-            return cls((), np.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64))
-        shapes, counts = np.unique(_matrix(requests, names), axis=0, return_counts=True)
-        return cls(tuple(names), shapes, counts)
+        counted = Counter(tuple(r.get(name, 0) for name in names) for r in requests)
+        distinct = [dict(zip(names, shape, strict=True)) for shape in counted]
+        return cls(
+            tuple(names),
+            _matrix(distinct, names),
+            _exact(distinct, names),
+            np.array(list(counted.values()), dtype=np.int64),
+        )
 
 
 def least_replacement_load(pods: PodShapes, rooms: Rooms, node: str = "") -> dict[str, int]:
@@ -338,17 +357,25 @@ def least_replacement_load(pods: PodShapes, rooms: Rooms, node: str = "") -> dic
     when they might all fit elsewhere."""
     if not pods.names:
         return {}
-    free = rooms.without(node, pods.names)  # rooms x resources
+    free, free_exact = rooms.without(node, pods.names)  # rooms x resources
     fit = (pods.shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
-    need = pods.shapes * pods.counts[:, None]
-    beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
+    # Sums in Python integers: a count of pods times a request, or many rooms together,
+    # would overflow int64.
+    need = pods.exact * pods.counts.astype(object)[:, None]
+    beyond = need[movable].sum(axis=0) - free_exact[usable].sum(axis=0)
     load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
     return {name: int(n) for name, n in zip(pods.names, load, strict=True) if n > 0}
 
 
-def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
+def _exact(lists: Sequence[Mapping[str, int]], names: Sequence[str]) -> np.ndarray:
     rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    return np.array(rows, dtype=object).reshape(len(lists), len(names))
+
+
+def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
+    dims = Dimensions(names)
+    rows = [dims.vector(resources) for resources in lists]
     return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
 
 
