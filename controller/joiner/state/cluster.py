@@ -54,14 +54,6 @@ def with_own_status(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "status": copy.deepcopy(obj.get("status") or {})}
 
 
-def _provider_id(obj: dict[str, Any] | None) -> str | None:
-    """A Node's spec.providerID, a NodeClaim's status.providerID."""
-    if obj is None:
-        return None
-    section = obj.get("spec") if obj.get("kind") == "Node" else obj.get("status")
-    return (section or {}).get("providerID") or None
-
-
 def is_terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
@@ -84,6 +76,25 @@ def is_provisionable(pod: dict[str, Any]) -> bool:
     )
 
 
+def _node_provider(node: dict[str, Any] | None) -> str | None:
+    return (node.get("spec") or {}).get("providerID") if node is not None else None
+
+
+def _reindex(index: dict[str, list[str]], key: str, before: str | None, after: str | None) -> None:
+    """Move ``key`` from the providerID it had to the one it has. Each ID lists its
+    holders in the order they took it: the first is what a scan in order would find."""
+    if before == after:
+        return
+    if before:
+        holders = index.get(before, [])
+        if key in holders:
+            holders.remove(key)
+        if not holders:
+            index.pop(before, None)
+    if after:
+        index.setdefault(after, []).append(key)
+
+
 class ClusterState:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -97,13 +108,16 @@ class ClusterState:
         self._last_pod_event: dict[str, float] = {}  # node name -> time a pod came or went
         # kind (Node, NodeClaim) -> providerID -> keys: every pod event looks its node's
         # NodeClaim up, so the lookup must not scan a thousand of them.
-        self._by_provider_id: dict[str, dict[str, set[str]]] = {"Node": {}, "NodeClaim": {}}
         self.marked_for_deletion: set[str] = set()
         self._listed: set[str] = set()
         self.generation = 0  # bumps on every change, so callers can cache derived views
         self._machines_generation = 0  # bumps on Node and NodeClaim changes only
         self._joined: tuple[int, list[StateNode], dict[str, StateNode]] | None = None
         self._memo: tuple[int, dict[Hashable, Any]] = (-1, {})
+        # providerID -> Node key / NodeClaim name, kept as events arrive: every pod event
+        # asks for its node's NodeClaim (a providerID, once set, does not change)
+        self._node_by_provider: dict[str, list[str]] = {}
+        self._claim_by_provider: dict[str, list[str]] = {}
 
     # --- feeding ---------------------------------------------------------------
 
@@ -129,10 +143,11 @@ class ClusterState:
         current = None if event_type == "DELETED" else obj
         self._update_typed(kind, key, current)
         moved = NO_NODES
+        if kind == "Node":
+            _reindex(self._node_by_provider, key, _node_provider(previous), _node_provider(current))
         if kind == "Pod":
             moved = self._index_pod(key, previous, current)
-        elif kind in self._by_provider_id:
-            self._index_provider_id(kind, key, previous, current)
+        elif kind in ("Node", "NodeClaim"):
             self._machines_generation += 1
         self.generation += 1
         return moved
@@ -146,11 +161,19 @@ class ClusterState:
         if typed is None:
             return
         store, model = typed
+        previous = store.get(key)
         if obj is None:
             store.pop(key, None)
             self.marked_for_deletion.discard(key)
         else:
             store[key] = model.from_dict(obj)
+        if kind == "NodeClaim":
+            _reindex(
+                self._claim_by_provider,
+                key,
+                previous.status.provider_id if previous is not None else None,
+                store[key].status.provider_id if obj is not None else None,
+            )
 
     def _index_pod(
         self, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
@@ -170,29 +193,6 @@ class ClusterState:
         if new_node or current is None:
             self._nominations.pop(key, None)
         return frozenset(moved) if moved else NO_NODES
-
-    def _index_provider_id(
-        self, kind: str, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
-    ) -> None:
-        index = self._by_provider_id[kind]
-        old, new = _provider_id(previous), _provider_id(current)
-        if old and old != new:
-            keys = index.get(old, set())
-            keys.discard(key)
-            if not keys:
-                index.pop(old, None)
-        if new:
-            index.setdefault(new, set()).add(key)
-
-    def _by_provider(self, kind: str, provider_id: str | None) -> dict[str, Any] | None:
-        """The object of ``kind`` with that providerID; with several (which should not
-        happen), the first in the state's order."""
-        keys = self._by_provider_id[kind].get(provider_id or "")
-        if not keys:
-            return None
-        if len(keys) == 1:
-            return self.objects[kind].get(next(iter(keys)))
-        return next(obj for key, obj in self.objects[kind].items() if key in keys)
 
     @staticmethod
     def _bound_node(pod: dict[str, Any] | None) -> str | None:
@@ -258,12 +258,13 @@ class ClusterState:
 
     def node_by_provider_id(self, provider_id: str | None) -> dict[str, Any] | None:
         """The Node registered for an instance (None before registration)."""
-        return self._by_provider("Node", provider_id)
+        keys = self._node_by_provider.get(provider_id) if provider_id else None
+        return self.nodes[keys[0]] if keys else None
 
     def nodeclaim_by_provider_id(self, provider_id: str | None) -> NodeClaim | None:
         """The NodeClaim that launched an instance."""
-        raw = self._by_provider("NodeClaim", provider_id)
-        return None if raw is None else self.nodeclaims.get(object_key(raw))
+        names = self._claim_by_provider.get(provider_id) if provider_id else None
+        return self.nodeclaims[names[0]] if names else None
 
     def state_node(self, name: str) -> StateNode | None:
         return self._join()[2].get(name)

@@ -67,5 +67,7 @@ def test_the_load_a_replacement_must_hold_is_exact_past_int64():
     rooms = [{"memory": res.milli("1Ti"), "cpu": 4000}, {"memory": res.milli("8Ei"), "cpu": 4000}]
     requests = [{"memory": huge, "cpu": 100}, {"memory": huge, "cpu": 100}, {"memory": 5, "cpu": 1}]
     # the huge pods fit only the 8Ei room, all three fit there together: nothing beyond it
-    assert methods.least_replacement_load(requests, rooms) == {}
-    assert methods.least_replacement_load(requests, rooms[:1]) == {"memory": 2 * huge, "cpu": 200}
+    pods = methods.PodShapes.of(requests)
+    both = methods.Rooms.of({"small": rooms[0], "vast": rooms[1]})
+    assert methods.least_replacement_load(pods, both) == {}
+    assert methods.least_replacement_load(pods, both, "vast") == {"memory": 2 * huge, "cpu": 200}
