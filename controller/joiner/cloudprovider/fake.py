@@ -210,6 +210,12 @@ class FakeCloudProvider:
             set_condition(conditions, type_, TRUE, self.clock.now())
         return {"conditions": conditions}
 
+    def forget(self) -> None:
+        """Drop what the provider's process remembers (insufficient-capacity errors, the
+        listed types), as a restarted controller would; the cloud's instances stay."""
+        self.insufficient_capacity.clear()
+        self._listed = None
+
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
         """Keep the offering out for ``ICE_TTL``, as an insufficient-capacity error does
         (a spot interruption warning says the same about its pool)."""

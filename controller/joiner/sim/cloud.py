@@ -44,6 +44,8 @@ class SimCloud(Protocol):
 
     def reclaim(self, provider_id: str) -> None: ...
 
+    def restart_provider(self) -> None: ...
+
 
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
@@ -83,6 +85,10 @@ class FakeSimCloud:
     def reclaim(self, provider_id: str) -> None:
         """EC2 takes the instance away (an interruption coming true)."""
         self.provider.instances.pop(provider_id, None)
+
+    def restart_provider(self) -> None:
+        """The controller restarted: its provider forgets; the instances stay."""
+        self.provider.forget()
 
     def bind_nodeclasses(self, lookup: Callable[[str], EC2NodeClass | None]) -> None:
         """The fake cloud treats every class as Ready and never reads them."""

@@ -31,6 +31,7 @@ from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
 from joiner.sim.podindex import PodIndex
+from joiner.sim.restart import Restarts
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -39,6 +40,7 @@ from joiner.sim.scenario import (
     DeleteStep,
     ExpectStep,
     InterruptStep,
+    RestartStep,
     ScaleStep,
     Scenario,
     ScenarioError,
@@ -180,6 +182,7 @@ class Simulation:
         self.kube = MemoryKube(self.clock, seed=seed, share_watched_objects=True)
         self.cloud = build_cloud(scenario, self.clock)
         self.interruptions: Interruptions | None = None
+        self.restarts = Restarts()
         try:
             self._wire(scenario)
         except BaseException:
@@ -190,22 +193,35 @@ class Simulation:
         self.interruptions = Interruptions.for_scenario(
             scenario, self.kube, self.clock, self.cloud.reclaim
         )
+        self._start_operator()
+        self.observer = Observer(
+            self.kube, self.clock, self.cloud, self.operator, SIM_START, PodIndex()
+        )
+        self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
+        self.end = SIM_START + scenario.max_virtual_seconds
+
+    def _start_operator(self) -> None:
+        """A fresh operator, knowing nothing but what it lists from the API server."""
         self.operator = Operator(
             self.kube,
             self.cloud.provider,
             self.clock,
             self.cloud.resolve_nodeclass,
-            operator_options(scenario),
+            operator_options(self.scenario),
             validate=validate_object,
             interruption_feed=self.interruptions.feed if self.interruptions else None,
         )
         self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
-        self.observer = Observer(
-            self.kube, self.clock, self.cloud, self.operator, SIM_START, PodIndex()
-        )
-        self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
         self.operator.attach(DrainFeed)
-        self.end = SIM_START + scenario.max_virtual_seconds
+
+    def restart_operator(self) -> None:
+        """Drop the operator and everything it holds in memory (the cloud provider's
+        included) and start a fresh one against the same objects and cloud."""
+        self.restarts.restarted(self.operator.manager.reconcile_count)
+        self.operator.feed.stop()
+        self.cloud.restart_provider()
+        self._start_operator()
+        self.observer.operator_restarted(self.operator)
 
     # --- running -----------------------------------------------------------------------
 
@@ -254,6 +270,8 @@ class Simulation:
             unsettled = self._unsettled(step)
         elif isinstance(step, CapacityStep):
             self._capacity(step)
+        elif isinstance(step, RestartStep):
+            self.restarts.plan(step, self._schedule, self.operator.manager.reconcile_count)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
         elif isinstance(step, ExpectStep):
@@ -303,20 +321,25 @@ class Simulation:
     def _run_instant(self) -> None:
         total = 0
         while True:
+            if self.restarts.due:
+                self.restart_operator()
             ran = (
                 self.operator.pump()
                 + self.world.pump()
-                + self.operator.manager.run_due()
+                + self.operator.manager.run_due(proceed=self._operator_may_proceed)
                 + self.world.manager.run_due()
                 + self.kube.run_controllers()
             )
-            if not ran:
+            if not ran and not self.restarts.due:
                 return
             total += ran
             if total > MAX_RECONCILES_PER_INSTANT:
                 raise SimulationError(
                     f"no quiescence at t={self.observer.elapsed():.0f}s after {total} steps"
                 )
+
+    def _operator_may_proceed(self) -> bool:
+        return self.restarts.proceed(self.operator.manager.reconcile_count)
 
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being

@@ -138,6 +138,20 @@ class Observer:
         if reason == "Evicted":
             self.totals.evictions += 1
 
+    def operator_restarted(self, operator: Operator) -> None:
+        """Pending reasons now come from the fresh operator; the restart is an event."""
+        self.operator = operator
+        self.totals.restarts += 1
+        self.events.append(
+            EventRecord(
+                time=self.elapsed(),
+                kind="Operator",
+                name="joiner",
+                reason="Restarted",
+                message="operator restarted: every in-memory structure dropped",
+            )
+        )
+
     # --- integration over time ------------------------------------------------------------
 
     def account(self, seconds: float) -> None:

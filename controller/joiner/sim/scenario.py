@@ -223,6 +223,19 @@ class CapacityStep(Step):
     duration: float | None = None  # seconds; None: until the end of the run
 
 
+@dataclass(frozen=True, kw_only=True)
+class RestartStep(Step):
+    """Drop the operator and start a fresh one against the same objects and cloud: at
+    once (no option), ``at`` seconds after this step, every ``every`` seconds from here
+    to the end of the run, or right after the operator's ``after_reconciles``-th
+    reconcile counted from this step (between two reconciles, wherever that falls)."""
+
+    action: ClassVar[str] = "restart"
+    at: float | None = None
+    every: float | None = None
+    after_reconciles: int | None = None
+
+
 @dataclass(frozen=True)
 class CountCheck:
     """An expected count: exactly ``value``, or compared with ``op`` (>=, <=, >, <)."""
@@ -793,6 +806,22 @@ def _capacity_key(raw: Any, where: str, cluster: ClusterSpec, cloud: CloudSpec) 
     return CapacityKey(instance_type, zone, capacity_type)
 
 
+RESTART_OPTIONS = ("at", "every", "afterReconciles")
+
+
+def _restart(raw: Any, where: str, context: _StepContext) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, RESTART_OPTIONS)
+    if len(entry) > 1:
+        raise ScenarioError(f"{where}: give at most one of {', '.join(RESTART_OPTIONS)}")
+    at = _duration(entry["at"], f"{where}.at") if "at" in entry else None
+    every = _duration(entry["every"], f"{where}.every") if "every" in entry else None
+    after = None
+    if "afterReconciles" in entry:
+        after = _count(entry["afterReconciles"], f"{where}.afterReconciles", minimum=1)
+    return RestartStep(at=at, every=every, after_reconciles=after, **context.common())
+
+
 # --- expect ------------------------------------------------------------------------
 
 NODE_COUNTS = ("total", "managed", "unmanaged", "ready")
@@ -946,6 +975,7 @@ _STEP_PARSERS: dict[str, _StepParser] = {
     "settle": _settle,
     "interrupt": _interrupt,
     "capacity": _capacity,
+    "restart": _restart,
     "expect": _expect,
 }
 

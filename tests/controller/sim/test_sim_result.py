@@ -98,6 +98,7 @@ EXPECTED = {
         "nodeclaimsDeleted": 0,
         "evictions": 0,
         "podPendingSeconds": 160.0,
+        "restarts": 0,
     },
 }
 
