@@ -46,6 +46,8 @@ class SimCloud(Protocol):
 
     def restart_provider(self) -> None: ...
 
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None: ...
+
 
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
@@ -104,6 +106,14 @@ class FakeSimCloud:
                     self.provider.unavailable.discard(entry)
                 else:
                     self.provider.unavailable.add(entry)
+
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None:
+        """These offerings still look available, but launching them fails with
+        insufficient capacity (the rest of a launch's offerings are tried)."""
+        for key in keys:
+            for offering in self._matching(key):
+                entry = (key.instance_type, offering.zone, offering.capacity_type)
+                self.provider.no_capacity.add(entry)
 
     def _matching(self, key: CapacityKey) -> list[Offering]:
         instance_type = self.catalogue.get(key.instance_type)

@@ -221,6 +221,11 @@ class EmbeddedAWS:
         for key in keys:
             self.outage.set(key, exhausted=not available)
 
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None:
+        """CreateFleet answers insufficient capacity for these offerings, as for the
+        capacity step: EC2 gives no earlier sign."""
+        self.set_available(keys, False)
+
     def reclaim(self, provider_id: str) -> None:
         """EC2 takes the instance away (an interruption coming true)."""
         self.clients.ec2.terminate_instances(InstanceIds=[instance_id_of(provider_id)])

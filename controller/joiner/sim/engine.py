@@ -26,6 +26,7 @@ from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
 from joiner.sim.cloud import SimCloud, build_cloud
+from joiner.sim.faults import Faults
 from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
@@ -39,6 +40,7 @@ from joiner.sim.scenario import (
     CapacityStep,
     DeleteStep,
     ExpectStep,
+    FaultStep,
     InterruptStep,
     RestartStep,
     ScaleStep,
@@ -181,6 +183,7 @@ class Simulation:
         # deliver: one thawed object serves both.
         self.kube = MemoryKube(self.clock, seed=seed, share_watched_objects=True)
         self.cloud = build_cloud(scenario, self.clock)
+        self.faults = Faults(self.kube, self.cloud, seed)
         self.interruptions: Interruptions | None = None
         self.restarts = Restarts()
         try:
@@ -203,8 +206,8 @@ class Simulation:
     def _start_operator(self) -> None:
         """A fresh operator, knowing nothing but what it lists from the API server."""
         self.operator = Operator(
-            self.kube,
-            self.cloud.provider,
+            self.faults.kube,
+            self.faults.cloud,
             self.clock,
             self.cloud.resolve_nodeclass,
             operator_options(self.scenario),
@@ -270,13 +273,18 @@ class Simulation:
             unsettled = self._unsettled(step)
         elif isinstance(step, CapacityStep):
             self._capacity(step)
+        elif isinstance(step, FaultStep):
+            self.faults.inject(step, self.world.kubelet)
         elif isinstance(step, RestartStep):
             self.restarts.plan(step, self._schedule, self.operator.manager.reconcile_count)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
         elif isinstance(step, ExpectStep):
             failures = evaluate_expect(
-                step, self.observer.snapshot(), list(self.observer.nodeclaims.values())
+                step,
+                self.observer.snapshot(),
+                list(self.observer.nodeclaims.values()),
+                lambda: len(self.observer.unclaimed_instances()),
             )
         self._run_instant()
         return StepRecord(

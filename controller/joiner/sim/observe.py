@@ -116,6 +116,13 @@ class Observer:
         else:
             self._nodes[name] = node
 
+    def unclaimed_instances(self) -> list[str]:
+        """Provider IDs of the cloud's instances that no NodeClaim names: leaked, or a
+        launch whose NodeClaim status is not written yet."""
+        claimed = set(self._claim_providers.values())
+        launched = (c.status.provider_id for c in self.cloud.provider.list())
+        return sorted(p for p in launched if p and p not in claimed)
+
     def has_node(self, name: str) -> bool:
         return name in self._nodes
 

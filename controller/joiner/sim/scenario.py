@@ -27,6 +27,7 @@ from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.sim.manifests import ManifestError, ObjectRef, check_manifest, identify
 from joiner.sim.result import NodeClaimRecord, NodeView, Snapshot
+from joiner.state.cluster import WATCHED_KINDS
 
 API_VERSION = "joiner.sim/v1"
 KIND = "Scenario"
@@ -237,6 +238,34 @@ class RestartStep(Step):
 
 
 @dataclass(frozen=True)
+class CallFault:
+    """Calls of the controller that fail with ``error``: those of ``calls`` (verbs, or
+    cloud operations; every one when empty) on ``kinds`` (Kubernetes only; every kind
+    when empty). Either the ``times`` calls in a row after letting ``after`` through,
+    or, with ``rate``, each with that probability (from the run's seed) to the end."""
+
+    error: str
+    calls: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset()
+    after: int = 0
+    times: int = 1
+    rate: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultStep(Step):
+    """One fault where the world can fail; exactly one field is set."""
+
+    action: ClassVar[str] = "fault"
+    kube: CallFault | None = None
+    watch: tuple[str, str] | None = None  # (kind, "drop" | "410")
+    cloud: CallFault | None = None
+    insufficient_capacity: tuple[CapacityKey, ...] = ()
+    never_register: int = 0  # the next N instances launched never register a Node
+    never_ready: int = 0  # the next N Nodes registered never become Ready
+
+
+@dataclass(frozen=True)
 class CountCheck:
     """An expected count: exactly ``value``, or compared with ``op`` (>=, <=, >, <)."""
 
@@ -273,6 +302,7 @@ class ExpectStep(Step):
     nodes_by_capacity_type: Mapping[str, CountCheck] = field(default_factory=dict)
     cost_per_hour_at_most: float | None = None
     pending_reason: str | None = None
+    unclaimed_instances: CountCheck | None = None  # cloud instances no NodeClaim names
 
 
 @dataclass(frozen=True)
@@ -807,6 +837,73 @@ def _capacity_key(raw: Any, where: str, cluster: ClusterSpec, cloud: CloudSpec) 
 
 
 RESTART_OPTIONS = ("at", "every", "afterReconciles")
+FAULT_TARGETS = ("kube", "watch", "cloud", "insufficientCapacity", "kubelet")
+KUBE_ERRORS = ("409", "429", "500", "timeout")
+KUBE_VERBS = ("get", "list", "create", "update", "updateStatus", "patch", "delete", "evict")
+WATCH_ERRORS = ("drop", "410")
+CLOUD_ERRORS = ("throttled", "failed")
+CLOUD_CALLS = ("create", "delete", "get", "list")
+KUBELET_FAULTS = ("neverRegister", "neverReady")
+
+
+def _fault(raw: Any, where: str, context: _StepContext) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, FAULT_TARGETS)
+    if len(entry) != 1:
+        raise ScenarioError(f"{where}: give exactly one of {', '.join(FAULT_TARGETS)}")
+    target, value = next(iter(entry.items()))
+    at = f"{where}.{target}"
+    if target == "kube":
+        fault = _call_fault(value, at, KUBE_ERRORS, KUBE_VERBS, kube=True)
+        return FaultStep(kube=fault, **context.common())
+    if target == "cloud":
+        fault = _call_fault(value, at, CLOUD_ERRORS, CLOUD_CALLS, kube=False)
+        return FaultStep(cloud=fault, **context.common())
+    if target == "watch":
+        watch = _mapping(value, at)
+        _keys(watch, at, ("kind", "error"))
+        kind = _string(watch.get("kind"), f"{at}.kind")
+        if kind not in WATCHED_KINDS:
+            raise ScenarioError(f"{at}.kind: must be one of {', '.join(WATCHED_KINDS)}")
+        error = _choice(_text(watch.get("error")), f"{at}.error", WATCH_ERRORS)
+        return FaultStep(watch=(kind, error), **context.common())
+    if target == "insufficientCapacity":
+        entries = _list(value, at)
+        if not entries:
+            raise ScenarioError(f"{at}: list at least one offering")
+        keys = tuple(
+            _capacity_key(item, f"{at}[{i}]", context.cluster, context.cloud)
+            for i, item in enumerate(entries)
+        )
+        return FaultStep(insufficient_capacity=keys, **context.common())
+    kubelet = _mapping(value, at)
+    _keys(kubelet, at, KUBELET_FAULTS)
+    if len(kubelet) != 1:
+        raise ScenarioError(f"{at}: give exactly one of {', '.join(KUBELET_FAULTS)}")
+    ((name, count),) = kubelet.items()
+    count = _count(count, f"{at}.{name}", minimum=1)
+    if name == "neverRegister":
+        return FaultStep(never_register=count, **context.common())
+    return FaultStep(never_ready=count, **context.common())
+
+
+def _call_fault(
+    raw: Any, where: str, errors: Sequence[str], calls: Sequence[str], kube: bool
+) -> CallFault:
+    entry = _mapping(raw, where)
+    fields = ("error", "calls", *(("kinds",) if kube else ()), "after", "times", "rate")
+    _keys(entry, where, fields)
+    error = _choice(_text(entry.get("error")), f"{where}.error", errors)
+    names = _string_list(entry.get("calls", []), f"{where}.calls")
+    chosen = frozenset(_choice(c, f"{where}.calls[{i}]", calls) for i, c in enumerate(names))
+    kinds = frozenset(_string_list(entry.get("kinds", []), f"{where}.kinds"))
+    if "rate" in entry:
+        if "after" in entry or "times" in entry:
+            raise ScenarioError(f"{where}: rate goes without after and times")
+        return CallFault(error, chosen, kinds, rate=_rate(entry["rate"], f"{where}.rate"))
+    after = _count(entry.get("after", 0), f"{where}.after")
+    times = _count(entry.get("times", 1), f"{where}.times", minimum=1)
+    return CallFault(error, chosen, kinds, after=after, times=times)
 
 
 def _restart(raw: Any, where: str, context: _StepContext) -> Step:
@@ -839,6 +936,7 @@ EXPECT_KEYS = (
     *_EXPECT_GROUPS,
     "costPerHourAtMost",
     "pendingReason",
+    "unclaimedInstances",
 )
 _COUNT_TEXT = re.compile(r"^\s*(==|>=|<=|>|<)?\s*([0-9]+)\s*$")
 
@@ -866,6 +964,10 @@ def _expect(raw: Any, where: str, context: _StepContext) -> Step:
         )
     if "pendingReason" in entry:
         fields["pending_reason"] = _string(entry["pendingReason"], f"{where}.pendingReason")
+    if "unclaimedInstances" in entry:
+        fields["unclaimed_instances"] = _count_check(
+            entry["unclaimedInstances"], f"{where}.unclaimedInstances"
+        )
     return ExpectStep(**fields, **context.common())
 
 
@@ -889,12 +991,18 @@ def _count_check(raw: Any, where: str) -> CountCheck:
 
 
 def evaluate_expect(
-    step: ExpectStep, snapshot: Snapshot, nodeclaims: Sequence[NodeClaimRecord] = ()
+    step: ExpectStep,
+    snapshot: Snapshot,
+    nodeclaims: Sequence[NodeClaimRecord] = (),
+    unclaimed_instances: Callable[[], int] = lambda: 0,
 ) -> list[str]:
     """The failed assertions of ``step`` on ``snapshot`` (empty when all hold), each
     prefixed with the step's location. ``nodeclaims`` are the records so far; the
-    ``nodeclaims`` check counts those that exist at the snapshot's time."""
+    ``nodeclaims`` check counts those that exist at the snapshot's time.
+    ``unclaimed_instances`` counts the cloud's (asked only when the step checks it)."""
     observed: list[tuple[str, CountCheck, int]] = []
+    if step.unclaimed_instances is not None:
+        observed.append(("unclaimedInstances", step.unclaimed_instances, unclaimed_instances()))
     if step.pending_pods is not None:
         observed.append(("pendingPods", step.pending_pods, len(snapshot.pending_pods)))
     if step.pods_running is not None:
@@ -976,6 +1084,7 @@ _STEP_PARSERS: dict[str, _StepParser] = {
     "interrupt": _interrupt,
     "capacity": _capacity,
     "restart": _restart,
+    "fault": _fault,
     "expect": _expect,
 }
 
@@ -1116,6 +1225,26 @@ def _duration(value: Any, where: str, allow_zero: bool = False) -> float:
     if seconds == 0 and not allow_zero:
         raise ScenarioError(f"{where}: must be longer than 0s")
     return seconds
+
+
+def _choice(value: Any, where: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ScenarioError(f"{where}: must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _text(value: Any) -> Any:
+    """A YAML number where a name is expected (``error: 409``) read as its text."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _rate(value: Any, where: str) -> float:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not 0 < value <= 1:
+        raise ScenarioError(
+            f"{where}: expected a probability, more than 0 and at most 1, got {value!r}"
+        )
+    return float(value)
 
 
 def _type(value: Any) -> str:
