@@ -93,27 +93,26 @@ class CallFaults:
         self._armed.append(_Armed(fault, fault.after, fault.times))
 
     def take(self, call: str, kind: str | None = None) -> str | None:
-        """The error this call fails with, or None."""
+        """The error this call fails with, or None. Each fault counts the calls it
+        matches on its own; the first that fires gives the error."""
         if not self._armed:
             return None
-        for armed in self._armed:
-            fault = armed.fault
-            if fault.calls and call not in fault.calls:
-                continue
-            if fault.kinds and kind not in fault.kinds:
-                continue
-            if fault.rate is not None:
-                if self._rng.random() < fault.rate:
-                    return fault.error
-                continue
-            if armed.skip:
-                armed.skip -= 1
-                continue
-            armed.left -= 1
-            if not armed.left:
-                self._armed.remove(armed)
-            return fault.error
-        return None
+        fired = [armed for armed in list(self._armed) if self._fires(armed, call, kind)]
+        return fired[0].fault.error if fired else None
+
+    def _fires(self, armed: _Armed, call: str, kind: str | None) -> bool:
+        fault = armed.fault
+        if (fault.calls and call not in fault.calls) or (fault.kinds and kind not in fault.kinds):
+            return False
+        if fault.rate is not None:
+            return self._rng.random() < fault.rate
+        if armed.skip:
+            armed.skip -= 1
+            return False
+        armed.left -= 1
+        if not armed.left:
+            self._armed.remove(armed)
+        return True
 
 
 class FaultyKube:

@@ -929,13 +929,13 @@ def test_capacity_errors(scenario_doc, capacity, message):
             {},
             "spec.steps[0].expect: give at least one of pendingPods, podsRunning, nodes, "
             "nodeclaims, nodesByPool, nodesByInstanceType, nodesByZone, nodesByCapacityType, "
-            "costPerHourAtMost, pendingReason",
+            "costPerHourAtMost, pendingReason, unclaimedInstances",
         ),
         (
             {"pending": 0},
             "spec.steps[0].expect: unknown field 'pending' (expected one of pendingPods, "
             "podsRunning, nodes, nodeclaims, nodesByPool, nodesByInstanceType, nodesByZone, "
-            "nodesByCapacityType, costPerHourAtMost, pendingReason)",
+            "nodesByCapacityType, costPerHourAtMost, pendingReason, unclaimedInstances)",
         ),
         (
             {"pendingPods": "few"},
