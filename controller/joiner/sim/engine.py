@@ -186,6 +186,8 @@ class Simulation:
         self.faults = Faults(self.kube, self.cloud, seed)
         self.interruptions: Interruptions | None = None
         self.restarts = Restarts()
+        # Called after every virtual instant (tests check invariants at every step).
+        self.after_instant: Callable[[], None] | None = None
         try:
             self._wire(scenario)
         except BaseException:
@@ -339,6 +341,8 @@ class Simulation:
                 + self.kube.run_controllers()
             )
             if not ran and not self.restarts.due:
+                if self.after_instant is not None:
+                    self.after_instant()
                 return
             total += ran
             if total > MAX_RECONCILES_PER_INSTANT:

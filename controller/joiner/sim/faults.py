@@ -19,6 +19,7 @@ write is the hardest case: the server applied it, the answer was lost.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +124,7 @@ class FaultyKube:
         self._kube = kube
         self.faults = CallFaults(rng)
         self.calls = 0
+        self.counts: Counter[tuple[str, str]] = Counter()  # by (verb, kind)
         self._watches: dict[str, list[FaultyWatch]] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -130,6 +132,7 @@ class FaultyKube:
 
     def _call(self, verb: str, kind: str, do: Callable[[], Any]) -> Any:
         self.calls += 1
+        self.counts[(verb, kind)] += 1
         error = self.faults.take(verb, kind)
         if error is None:
             return do()
