@@ -16,6 +16,7 @@ def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
         "gpu.yaml",
         "limits.yaml",
+        "restarts.yaml",
         "spot-interruption.yaml",
         "walkthrough.yaml",
         "weighted-pools.yaml",

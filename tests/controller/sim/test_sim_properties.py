@@ -62,7 +62,9 @@ def test_no_restart_or_fault_loses_anything(workload: crash_suite.Workload):
 
 
 def test_enough_pairs_were_run():
-    """The suite above covers at least 500 (workload, fault point) pairs per run."""
+    """The suite above covers at least 500 (workload, fault point) pairs per run (the
+    count is printed for `pytest -s`)."""
+    print(f"\ncrash suite: {len(PAIRS)} (workload, fault point) pairs")
     if WORKLOADS * POINTS >= 500 and PAIRS:
         assert len(PAIRS) >= 500
 
