@@ -26,7 +26,7 @@ from joiner.api.conditions import get_condition
 from joiner.controllers.garbagecollection import INTERVAL, ORPHAN_GRACE
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
-from joiner.sim.scenario import load_scenario
+from joiner.sim.scenario import scenario_from_document
 
 # An instance no NodeClaim names goes within this (see GarbageCollection).
 ORPHAN_WINDOW = INTERVAL + ORPHAN_GRACE
@@ -155,7 +155,7 @@ class Outcome:
 
 
 def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
-    sim = Simulation(load_scenario(yaml.safe_dump(workload.with_fault(fault), sort_keys=False)))
+    sim = Simulation(scenario_from_document(workload.with_fault(fault)))
     checker = Invariants(sim, workload)
     sim.after_instant = checker.at_instant
     cloud_calls = _count_cloud_calls(sim)

@@ -23,6 +23,7 @@ from joiner import testing
 WORKLOADS = int(os.environ.get("JOINER_CRASH_WORKLOADS", "8"))
 POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "72"))
 SEED = os.environ.get("JOINER_CRASH_SEED", "19")
+LOG = os.environ.get("JOINER_CRASH_LOG")  # a file: one line of progress per workload
 PAIRS: list[int] = []  # pairs run by this process, reported at the end
 
 
@@ -59,6 +60,9 @@ def test_no_restart_or_fault_loses_anything(workload: crash_suite.Workload):
                 + crash_suite.repro(workload, fault),
                 pytrace=False,
             )
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as log:
+            log.write(f"{len(PAIRS)} pairs, all held\n")
 
 
 def test_enough_pairs_were_run():
