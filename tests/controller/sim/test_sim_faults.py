@@ -3,7 +3,6 @@ says to the controller, and the controller getting over it."""
 
 from __future__ import annotations
 
-import copy
 import random
 from typing import Any
 
@@ -20,19 +19,7 @@ from joiner.sim.scenario import (
     ScenarioError,
     load_scenario,
 )
-from sim_builders import BASE_SCENARIO, to_text
-
-SCALE_UP = {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}}
-
-
-def document(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    doc = copy.deepcopy(BASE_SCENARIO)
-    doc["spec"]["steps"] = steps
-    return doc
-
-
-def load_steps(steps: list[dict[str, Any]]):
-    return load_scenario(to_text(document(steps))).steps
+from sim_builders import SCALE_UP, load_steps, to_text, with_steps
 
 
 def error_of(fault: Any) -> str:
@@ -42,7 +29,7 @@ def error_of(fault: Any) -> str:
 
 
 def run(steps: list[dict[str, Any]], seed: int = 0) -> tuple[Simulation, Any]:
-    sim = Simulation(load_scenario(to_text(document(steps))), seed=seed)
+    sim = Simulation(load_scenario(to_text(with_steps(steps))), seed=seed)
     return sim, sim.run()
 
 

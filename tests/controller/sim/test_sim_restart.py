@@ -3,7 +3,6 @@ in-memory structure of the operator) and keeps (the objects and the cloud)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -11,17 +10,7 @@ from joiner.sim.engine import Simulation
 from joiner.sim.report import render_html
 from joiner.sim.scenario import RestartStep, ScenarioError, load_scenario
 from joiner.sim.table import render_table
-from sim_builders import BASE_SCENARIO, to_text
-
-
-def with_steps(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    document = copy.deepcopy(BASE_SCENARIO)
-    document["spec"]["steps"] = steps
-    return document
-
-
-def load_steps(steps: list[dict[str, Any]]):
-    return load_scenario(to_text(with_steps(steps))).steps
+from sim_builders import SCALE_UP, load_steps, to_text, with_steps
 
 
 def error_of(steps: list[dict[str, Any]]) -> str:
@@ -86,9 +75,6 @@ def test_restart_errors_name_the_field(value: Any, message: str):
 def scale_up_scenario(steps: list[dict[str, Any]]) -> Simulation:
     """Five 500m pods on 2-CPU nodes (three per node): two NodeClaims."""
     return Simulation(load_scenario(to_text(with_steps(steps))))
-
-
-SCALE_UP = {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}}
 
 
 def test_a_restart_drops_the_operator_and_keeps_objects_and_cloud():
