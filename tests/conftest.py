@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from joiner.clock import RealClock
 from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
@@ -36,6 +37,11 @@ from joiner.testing.assets import (
 )
 from joiner.testing.envtest import ControlPlane
 from moto.server import ThreadedMotoServer
+
+# No per-example deadline: speed is measured by the benchmarks, and on a shared machine a
+# deadline fails a correct property test whenever the machine is busy.
+settings.register_profile("joiner", deadline=None)
+settings.load_profile("joiner")
 
 # tier -> the fixtures whose use puts a test in it
 TIERS = {"envtest": ("control_plane", "envtest_assets"), "oracle": ("karpenter_oracle",)}

@@ -30,6 +30,27 @@ class Metrics:
             ["nodepool", "reason"],
             registry=r,
         )
+        self.nodeclaims_unhealthy_disrupted = Counter(
+            "karpenter_nodeclaims_unhealthy_disrupted",
+            "Unhealthy NodeClaims node repair replaced, by the node condition, the pool, the "
+            "capacity type and the image.",
+            ["condition", "nodepool", "capacity_type", "image_id"],
+            registry=r,
+        )
+        self.node_repair_blocked = Counter(
+            "karpenter_node_repair_blocked",
+            "Node repairs deferred because too many of a pool's nodes are unhealthy; every "
+            "deferral counts, repeated ones too.",
+            ["nodepool", "gate"],
+            registry=r,
+        )
+        self.node_repair_unhealthy_duration = Histogram(
+            "karpenter_node_repair_unhealthy_duration_seconds",
+            "Time from the unhealthy condition's transition to the NodeClaim's deletion.",
+            ["nodepool", "condition"],
+            buckets=(60, 300, 600, 900, 1200, 1800, 2400, 3600, 7200, 14400),
+            registry=r,
+        )
         self.pods_startup_duration = Histogram(
             "karpenter_pods_startup_duration_seconds",
             "Time from pod creation to running.",
@@ -89,6 +110,19 @@ class Metrics:
             "karpenter_voluntary_disruption_decisions",
             "Disruption decisions, by decision and reason.",
             ["decision", "reason"],
+            registry=r,
+        )
+        self.consolidation_score = Histogram(
+            "karpenter_consolidation_score",
+            "Scores of the consolidation moves of Balanced pools, by decision.",
+            ["decision", "nodepool", "policy"],
+            buckets=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+            registry=r,
+        )
+        self.consolidation_moves = Counter(
+            "karpenter_consolidation_moves",
+            "Consolidation moves of Balanced pools scored, by decision.",
+            ["decision", "nodepool", "policy"],
             registry=r,
         )
         self.background_failures = Counter(

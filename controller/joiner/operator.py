@@ -21,6 +21,7 @@ from joiner.controllers.disruption.expiration import Expiration
 from joiner.controllers.disruption.methods import ConsolidationOptions
 from joiner.controllers.disruption.orchestration import Orchestrator
 from joiner.controllers.garbagecollection import GarbageCollection
+from joiner.controllers.health import NodeHealth
 from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.interruption import instancestatus
 from joiner.controllers.lifecycle import NodeClaimLifecycle
@@ -47,6 +48,7 @@ class OperatorOptions:
     batch_max: float = 10.0
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
+    node_repair: bool = False  # gate NodeRepair
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
 
     @classmethod
@@ -55,6 +57,7 @@ class OperatorOptions:
             batch_idle=settings.batch_idle_duration,
             batch_max=settings.batch_max_duration,
             spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
+            node_repair=settings.feature_gates.node_repair,
             replace_on_rebalance=settings.interruption_replace_on_rebalance,
         )
 
@@ -110,6 +113,7 @@ class Operator:
             lambda key: self.manager.enqueue(self.orchestrator.name, key),
             ConsolidationOptions(spot_to_spot=options.spot_to_spot_consolidation),
             self.recorder,
+            self.metrics,
         )
         for reconciler in (
             self.expiration,
@@ -126,6 +130,10 @@ class Operator:
         self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
         self.manager.register(self.cost_metrics, initial_keys=[costmetrics.KEY])
         self.manager.register(self.disruption, initial_keys=[disruption.KEY])
+        self.health: NodeHealth | None = None
+        if options.node_repair:
+            self.health = NodeHealth(ctx)
+            self.manager.register(self.health)
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
             self._register_interruption(interruption_feed, options.replace_on_rebalance)
@@ -195,6 +203,8 @@ class Operator:
     def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type == "DELETED":
             return
+        if self.health is not None:
+            self.manager.enqueue(self.health.name, obj["metadata"]["name"])
         if obj["metadata"].get("deletionTimestamp"):
             self.manager.enqueue(self.node_finalizer.name, obj["metadata"]["name"])
         claim = self.state.nodeclaim_by_provider_id((obj.get("spec") or {}).get("providerID"))

@@ -38,7 +38,9 @@ from joiner.testing.kubelets import EmulatedKubelets
 from joiner.testing.polling import wait_for
 from pulumi_joiner import manifests
 
-WAIT = 90.0  # the empty node waits ~45 s (nomination, disruption pass, validation)
+# The empty node waits ~45 s (nomination, disruption pass, validation); room to spare for
+# a busy machine.
+WAIT = 180.0
 JOINER = str(Path(sys.executable).with_name("joiner"))
 CONFIG = manifests.ControllerConfig(image="unused", cluster_name=CLUSTER, region=REGION)
 ACCOUNT = f"system:serviceaccount:{CONFIG.namespace}:{CONFIG.service_account}"

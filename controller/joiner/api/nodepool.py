@@ -24,7 +24,7 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_BUDGET_NODES = "10%"
-# Balanced is upstream's; Joiner consolidates such a pool as WhenEmptyOrUnderutilized.
+# Balanced scores each consolidation move [DISR-10]; no feature gate, as upstream.
 BALANCED = "Balanced"
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", BALANCED)
 DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")

@@ -23,12 +23,14 @@ from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.clock import Clock, FakeClock
+from joiner.cloudprovider.repairpolicies import EKS_REPAIR_POLICIES
 from joiner.cloudprovider.types import (
     InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     Offering,
     Overhead,
+    RepairPolicy,
 )
 
 PROVIDER_ID_PREFIX = "fake://"
@@ -129,9 +131,15 @@ class FakeCloudProvider:
     name = "fake"
     ICE_TTL = 180.0  # seconds an insufficient-capacity error keeps an offering out
 
-    def __init__(self, instance_types: Sequence[InstanceType], clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        instance_types: Sequence[InstanceType],
+        clock: Clock | None = None,
+        repair_policies: Sequence[RepairPolicy] = EKS_REPAIR_POLICIES,
+    ) -> None:
         self.instance_types = list(instance_types)
         self.clock = clock or FakeClock()
+        self.policies = tuple(repair_policies)
         self.instances: dict[str, FakeInstance] = {}
         self.unavailable: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
         self.no_capacity: set[tuple[str, str, str]] = set()  # fail at launch
@@ -215,6 +223,9 @@ class FakeCloudProvider:
         listed types), as a restarted controller would; the cloud's instances stay."""
         self.insufficient_capacity.clear()
         self._listed = None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return self.policies
 
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
         """Keep the offering out for ``ICE_TTL``, as an insufficient-capacity error does

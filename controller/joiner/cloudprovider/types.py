@@ -85,6 +85,16 @@ class InstanceType:
         return min((o.price for o in offerings), default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class RepairPolicy:
+    """A Node condition that makes the node unhealthy [REPAIR-1]: once the condition has had
+    ``condition_status`` for ``toleration`` seconds, node repair replaces the node."""
+
+    condition_type: str
+    condition_status: str  # "True", "False" or "Unknown"
+    toleration: float  # seconds
+
+
 # --- errors ------------------------------------------------------------------
 
 
@@ -146,4 +156,9 @@ class CloudProvider(Protocol):
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
         """Keep the offering out of launches for a few minutes (e.g. after a spot
         interruption warning for it), as an insufficient-capacity error does."""
+        ...
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """The Node conditions that make a node unhealthy, and how long each is tolerated
+        before node repair (gate NodeRepair) replaces the node [REPAIR-1]."""
         ...

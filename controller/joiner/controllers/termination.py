@@ -78,10 +78,11 @@ class Termination(Controller):
         node = self.state.node_by_provider_id(claim.status.provider_id)
         if node is not None and not self._instance_gone_and_not_ready(claim, node):
             self._taint(node)
-            waiting = self._drain(claim, node)
-            if waiting is not None:
-                return waiting
-            self._set_condition(raw, nc.DRAINED)
+            if not self._termination_timestamp_passed(claim):
+                waiting = self._drain(claim, node)
+                if waiting is not None:
+                    return waiting
+                self._set_condition(raw, nc.DRAINED)
         if not self._instance_gone(claim):
             self._set_condition(raw, nc.INSTANCE_TERMINATING)
             return Result(requeue_after=TERMINATION_POLL)
@@ -135,6 +136,17 @@ class Termination(Controller):
         grace = parse_duration(claim.termination_grace_period)
         deleted = from_rfc3339(claim.metadata["deletionTimestamp"])
         return grace is not None and self.clock.now() >= deleted + grace
+
+    def _termination_timestamp_passed(self, claim: NodeClaim) -> bool:
+        """Node repair stamps the time by which the node must go [REPAIR-5]: past it, the
+        node is not drained (its pods are left to the pod garbage collector)."""
+        stamp = (claim.metadata.get("annotations") or {}).get(wk.NODECLAIM_TERMINATION_TIMESTAMP)
+        if not stamp:
+            return False
+        try:
+            return self.clock.now() >= from_rfc3339(stamp)
+        except ValueError:
+            return False
 
     # --- instance and node -------------------------------------------------------------
 

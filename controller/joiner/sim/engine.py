@@ -48,8 +48,10 @@ from joiner.sim.scenario import (
     ScenarioError,
     SettleStep,
     Step,
+    UnhealthyStep,
     evaluate_expect,
 )
+from joiner.sim.targets import target_nodes
 from joiner.sim.workloads import Workloads, is_active
 from joiner.state.feed import DrainFeed
 
@@ -281,6 +283,8 @@ class Simulation:
             self.restarts.plan(step, self._schedule, self.operator.manager.reconcile_count)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
+        elif isinstance(step, UnhealthyStep):
+            self._unhealthy(step)
         elif isinstance(step, ExpectStep):
             failures = evaluate_expect(
                 step,
@@ -433,6 +437,31 @@ class Simulation:
                 step.duration,
                 lambda: self.cloud.set_available(step.unavailable, True),
             )
+
+    def _unhealthy(self, step: UnhealthyStep) -> None:
+        """The chosen nodes report the condition now and, after ``for``, the healthy
+        status again (those still there)."""
+        names = [node["metadata"]["name"] for node in target_nodes(self.kube, step)]
+        for name in names:
+            self._report(name, step.condition, step.status, step.reason)
+        if step.duration is not None:
+            healthy = "False" if step.status == TRUE else TRUE
+            self.world.timers.schedule(
+                self.world.manager,
+                f"healthy/{step.index}",
+                step.duration,
+                lambda: [self._report(n, step.condition, healthy, "Recovered") for n in names],
+            )
+
+    def _report(self, node_name: str, condition: str, status: str, reason: str) -> None:
+        """A node agent (the kubelet, the EKS node monitoring agent) reports a condition."""
+        try:
+            node = self.kube.get("Node", node_name)
+        except NotFound:
+            return
+        conditions = node.setdefault("status", {}).setdefault("conditions", [])
+        set_condition(conditions, condition, status, self.clock.now(), reason=reason)
+        self.kube.update_status(node)
 
     def _schedule(self, key: str, delay: float, action: Callable[[], None]) -> None:
         self.world.timers.schedule(self.world.manager, key, delay, action)

@@ -29,7 +29,6 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from joiner.api import labels as wk
 from joiner.api.conditions import FALSE, set_condition
 from joiner.clock import Clock, to_rfc3339
 from joiner.controllers.interruption import controller as interruption
@@ -38,6 +37,7 @@ from joiner.controllers.interruption.queue import InlineReceiver, SQSQueue
 from joiner.infra.events import INTERRUPTION_EVENT_PATTERNS
 from joiner.kube.api import KubeAPI, NotFound
 from joiner.sim.scenario import InterruptStep, Scenario, ScenarioError
+from joiner.sim.targets import target_nodes
 
 # Spot and capacity-reservation instances are reclaimed this long after their warning.
 WARNING_SECONDS = 120.0
@@ -259,30 +259,10 @@ class Interruptions:
         self.bus.close()
 
     def _targets(self, step: InterruptStep) -> list[Target]:
-        where = f"spec.steps[{step.index}].interrupt"
-        managed = {
-            n["metadata"]["name"]: n
-            for n in self.kube.list("Node").items
-            if (n["metadata"].get("labels") or {}).get(wk.NODEPOOL)
-            and (n.get("spec") or {}).get("providerID")
-        }
-        if step.node is not None:
-            if step.node not in managed:
-                raise ScenarioError(
-                    f"{where}.node: no managed node named {step.node!r} at this step"
-                )
-            chosen = [step.node]
-        else:
-            selector = step.node_selector or {}
-            chosen = [
-                name
-                for name in sorted(managed)
-                if all(
-                    (managed[name]["metadata"].get("labels") or {}).get(k) == v
-                    for k, v in selector.items()
-                )
-            ][: step.count]
-        return [_target(name, managed[name]["spec"]["providerID"]) for name in chosen]
+        return [
+            _target(node["metadata"]["name"], node["spec"]["providerID"])
+            for node in target_nodes(self.kube, step)
+        ]
 
     def _play_ec2(self, kind: str, target: Target, schedule: Schedule) -> None:
         if kind in ("spot-interruption", "capacity-reservation-interruption"):

@@ -62,6 +62,7 @@ INTERRUPT_KINDS = (
     "capacity-reservation-interruption",
 )
 SCALABLE_KINDS = ("Deployment", "ReplicaSet")
+CONDITION_STATUSES = ("True", "False", "Unknown")
 _SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -198,15 +199,32 @@ class SettleStep(Step):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InterruptStep(Step):
-    """Either one node by name, or the first ``count`` managed nodes (by name) whose
-    labels match ``node_selector`` (all of them when count is None)."""
+class NodeTargetStep(Step):
+    """A step that acts on managed nodes: either one node by name, or the first ``count``
+    managed nodes (by name) whose labels match ``node_selector`` (all of them when count
+    is None)."""
 
-    action: ClassVar[str] = "interrupt"
-    kind: str
     node: str | None = None
     node_selector: Mapping[str, str] | None = None
     count: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptStep(NodeTargetStep):
+    action: ClassVar[str] = "interrupt"
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnhealthyStep(NodeTargetStep):
+    """The nodes report ``condition`` with ``status`` from this step on, for ``duration``
+    seconds (then the healthy status again) or to the end of the run when None."""
+
+    action: ClassVar[str] = "unhealthy"
+    condition: str
+    status: str
+    reason: str = "SimulatedFailure"
+    duration: float | None = None
 
 
 @dataclass(frozen=True)
@@ -790,24 +808,58 @@ def _settle(raw: Any, where: str, context: _StepContext) -> Step:
     return SettleStep(max_seconds=_duration(raw, where), **context.common())
 
 
+_NODE_TARGET_KEYS = ("node", "nodeSelector", "count")
+
+
 def _interrupt(raw: Any, where: str, context: _StepContext) -> Step:
     entry = _mapping(raw, where)
-    _keys(entry, where, ("node", "nodeSelector", "count", "kind"))
+    _keys(entry, where, (*_NODE_TARGET_KEYS, "kind"))
     kind = entry.get("kind")
     if kind not in INTERRUPT_KINDS:
         raise ScenarioError(f"{where}.kind: must be one of {', '.join(INTERRUPT_KINDS)}")
+    return InterruptStep(kind=kind, **_node_target(entry, where), **context.common())
+
+
+def _unhealthy(raw: Any, where: str, context: _StepContext) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, (*_NODE_TARGET_KEYS, "condition", "status", "reason", "for"))
+    condition = _string(entry.get("condition"), f"{where}.condition")
+    status = _condition_status(entry.get("status"), f"{where}.status")
+    reason = entry.get("reason", UnhealthyStep.reason)
+    duration = _duration(entry["for"], f"{where}.for") if entry.get("for") is not None else None
+    return UnhealthyStep(
+        condition=condition,
+        status=status,
+        reason=_string(reason, f"{where}.reason"),
+        duration=duration,
+        **_node_target(entry, where),
+        **context.common(),
+    )
+
+
+def _condition_status(value: Any, where: str) -> str:
+    """True, False or Unknown; YAML's unquoted true/false are taken as written."""
+    text = str(value) if isinstance(value, bool) else value
+    if text not in CONDITION_STATUSES:
+        raise ScenarioError(
+            f"{where}: must be one of {', '.join(CONDITION_STATUSES)}, got {value!r}"
+        )
+    return text
+
+
+def _node_target(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The node, or the nodeSelector and count, of a step that acts on nodes."""
     if ("node" in entry) == ("nodeSelector" in entry):
         raise ScenarioError(f"{where}: give either node or nodeSelector")
     if "node" in entry:
         if "count" in entry:
             raise ScenarioError(f"{where}.count: only with nodeSelector")
-        node = _string(entry["node"], f"{where}.node")
-        return InterruptStep(kind=kind, node=node, **context.common())
+        return {"node": _string(entry["node"], f"{where}.node")}
     selector = _string_map(entry["nodeSelector"], f"{where}.nodeSelector")
     if not selector:
         raise ScenarioError(f"{where}.nodeSelector: give at least one label")
     count = _count(entry["count"], f"{where}.count", minimum=1) if "count" in entry else None
-    return InterruptStep(kind=kind, node_selector=selector, count=count, **context.common())
+    return {"node_selector": selector, "count": count}
 
 
 def _capacity(raw: Any, where: str, context: _StepContext) -> Step:
@@ -1089,6 +1141,7 @@ _STEP_PARSERS: dict[str, _StepParser] = {
     "advance": _advance,
     "settle": _settle,
     "interrupt": _interrupt,
+    "unhealthy": _unhealthy,
     "capacity": _capacity,
     "restart": _restart,
     "fault": _fault,

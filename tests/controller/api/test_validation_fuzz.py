@@ -54,7 +54,7 @@ def _replace(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
     return result
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(manifest=st.sampled_from(MANIFESTS), data=st.data(), value=VALUES)
 def test_any_replaced_field_gives_field_errors_not_exceptions(
     manifest: dict[str, Any], data: st.DataObject, value: Any

@@ -124,9 +124,9 @@ def test_the_cluster_state_follows_a_pod_marked_then_deleted(
     feed.start()
     try:
         kube.create(testing.pod("web", cpu="100m", namespace=namespace))
-        wait_for(lambda: feed.pump() or seen == [("ADDED", False)], "the pod", 10.0)
+        wait_for(lambda: feed.pump() >= 0 and seen == [("ADDED", False)], "the pod", 10.0)
         kube.delete("Pod", "web", namespace)
-        wait_for(lambda: feed.pump() or len(seen) == 3, "the deletion", 10.0)
+        wait_for(lambda: feed.pump() >= 0 and len(seen) == 3, "the deletion", 10.0)
     finally:
         feed.stop()
         kube.close()

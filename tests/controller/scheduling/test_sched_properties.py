@@ -89,7 +89,7 @@ def _check(plan: Plan, pods: list[dict[str, Any]], nodes: list[ExistingNode]) ->
         assert len(ports) == len(set(ports))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(_scenario())
 def test_any_plan_respects_capacity_selectors_anti_affinity_and_ports(scenario) -> None:
     pods, nodes = scenario

@@ -14,8 +14,10 @@ SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))
 
 def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
+        "balanced.yaml",
         "gpu.yaml",
         "limits.yaml",
+        "node-repair.yaml",
         "restarts.yaml",
         "spot-interruption.yaml",
         "walkthrough.yaml",

@@ -24,6 +24,7 @@ from joiner.sim.scenario import (
     ScaleStep,
     ScenarioError,
     SettleStep,
+    UnhealthyStep,
     load_scenario,
 )
 from joiner.yamlio import MAX_INPUT_BYTES
@@ -787,7 +788,7 @@ def test_unknown_action(scenario_doc):
     set_step(scenario_doc, 2, {"scal": {"kind": "Deployment", "name": "app", "replicas": 1}})
     assert error_of(scenario_doc) == (
         "spec.steps[2]: unknown action 'scal' (expected one of apply, delete, scale, advance, "
-        "settle, interrupt, capacity, restart, fault, expect)"
+        "settle, interrupt, unhealthy, capacity, restart, fault, expect)"
     )
 
 
@@ -890,6 +891,65 @@ def test_scale_errors(scenario_doc, scale, message):
 )
 def test_interrupt_errors(scenario_doc, interrupt, message):
     set_step(scenario_doc, 0, {"interrupt": interrupt})
+    assert error_of(scenario_doc) == message
+
+
+def test_unhealthy_steps(scenario_doc):
+    """A node condition and status (YAML's unquoted false taken as written), for a while
+    or for good, on one node or on the nodes a selector picks."""
+    set_step(scenario_doc, 0, {"unhealthy": {"node": "n", "condition": "Ready", "status": False}})
+    set_step(
+        scenario_doc,
+        1,
+        {
+            "unhealthy": {
+                "nodeSelector": {"pool": "a"},
+                "count": 2,
+                "condition": "KernelReady",
+                "status": "Unknown",
+                "reason": "KernelBug",
+                "for": "20m",
+            }
+        },
+    )
+    steps = load(scenario_doc).steps
+    assert steps[0] == UnhealthyStep(index=0, node="n", condition="Ready", status="False")
+    assert steps[1] == UnhealthyStep(
+        index=1,
+        node_selector={"pool": "a"},
+        count=2,
+        condition="KernelReady",
+        status="Unknown",
+        reason="KernelBug",
+        duration=1200.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("unhealthy", "message"),
+    [
+        ({"node": "n", "status": "False"}, "spec.steps[0].unhealthy.condition: required"),
+        (
+            {"node": "n", "condition": "Ready", "status": "Broken"},
+            "spec.steps[0].unhealthy.status: must be one of True, False, Unknown, got 'Broken'",
+        ),
+        (
+            {"node": "n", "condition": "Ready", "status": "False", "for": "0s"},
+            "spec.steps[0].unhealthy.for: must be longer than 0s",
+        ),
+        (
+            {"condition": "Ready", "status": "False"},
+            "spec.steps[0].unhealthy: give either node or nodeSelector",
+        ),
+        (
+            {"node": "n", "condition": "Ready", "status": "False", "since": "1h"},
+            "spec.steps[0].unhealthy: unknown field 'since' (expected one of node, nodeSelector, "
+            "count, condition, status, reason, for)",
+        ),
+    ],
+)
+def test_unhealthy_errors(scenario_doc, unhealthy, message):
+    set_step(scenario_doc, 0, {"unhealthy": unhealthy})
     assert error_of(scenario_doc) == message
 
 

@@ -43,7 +43,6 @@ CRON = "cron"
 DURATION_RANGE = "duration-range"
 NEGATIVE_LIMIT = "negative-limit"
 QUANTITY_RANGE = "quantity-range"
-BALANCED = "balanced"
 _NEVER = "treated as Never"
 
 
@@ -110,13 +109,6 @@ def disruption() -> Schema:
                 "Which nodes consolidation considers.",
                 enum=np.CONSOLIDATION_POLICIES,
                 default=np.DEFAULT_CONSOLIDATION_POLICY,
-                advice=(
-                    Advice(
-                        BALANCED,
-                        "Balanced is not supported by Joiner; treated as WhenEmptyOrUnderutilized",
-                        lambda policy: policy != np.BALANCED,
-                    ),
-                ),
             ),
             "consolidateAfter": duration_string(
                 "How long a node must be consolidatable before it is; Never disables.",

@@ -65,12 +65,14 @@ from joiner.cloudprovider.aws.tags import (
     instance_tags,
     launch_tags,
 )
+from joiner.cloudprovider.repairpolicies import EKS_REPAIR_POLICIES
 from joiner.cloudprovider.types import (
     CloudProviderError,
     InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    RepairPolicy,
 )
 from joiner.identity import IdentityCache
 
@@ -560,6 +562,11 @@ class AWSCloudProvider:
         if not _security_groups(instance) <= {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
         return None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """Upstream's AWS provider's: the kubelet's Ready condition and the EKS node
+        monitoring agent's conditions [REPAIR-1]."""
+        return EKS_REPAIR_POLICIES
 
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
         """Keep an offering out of launches for the cache's TTL (3 minutes): an

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
-from joiner.api.nodepool import NodePool
+from joiner.api.nodepool import BALANCED, NodePool
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
-from joiner.controllers.disruption import methods
+from joiner.controllers.disruption import balanced, methods
 from joiner.controllers.disruption.budgets import UNDERUTILIZED, allowed_disruptions
 from joiner.controllers.disruption.candidates import Candidate, build_candidates
 from joiner.controllers.disruption.methods import Command, ConsolidationOptions
@@ -25,6 +25,7 @@ from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.identity import IdentityCache
+from joiner.metrics import Metrics
 from joiner.scheduling.model import Plan, Unplaceable, VolumeCatalog
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
@@ -63,8 +64,10 @@ class Disruption:
         enqueue_orchestration: Callable[[str], None],
         options: ConsolidationOptions,
         recorder: EventRecorder,
+        metrics: Metrics,
     ) -> None:
         self.state, self.cloud, self.clock = state, cloud, clock
+        self.metrics = metrics
         self.recorder = recorder
         self.provisioner, self.orchestrator = provisioner, orchestrator
         self.enqueue_orchestration = enqueue_orchestration
@@ -89,6 +92,9 @@ class Disruption:
         self._room_basis: tuple | None = None
         # What consolidation last read when it found nothing to do, and why not.
         self._consolidated: tuple[tuple, dict[str, str]] | None = None
+        self._totals: dict[str, balanced.PoolTotals] = {}  # this pass's, Balanced pools
+        # The Balanced scores of the moves judged, by their candidates' names.
+        self._scores: dict[tuple[str, ...], list[tuple[str, balanced.Score]]] = {}
 
     @property
     def busy(self) -> bool:
@@ -118,6 +124,7 @@ class Disruption:
         """Forget what one pass may cache: instance types, offerings, budgets."""
         self._types, self._allowances, self._offered = {}, {}, None
         self._launchable_types = None
+        self._totals, self._scores = {}, {}
 
     # --- deciding ----------------------------------------------------------------------
 
@@ -165,6 +172,7 @@ class Disruption:
             self._simulate,
             self._instance_types,
             self.options,
+            self._judge,
         )
 
     def _single(self, candidates: list[Candidate]) -> Command | None:
@@ -174,6 +182,7 @@ class Disruption:
             self._instance_types,
             self.options,
             self._hopeless,
+            self._judge,
         )
         self.last_skipped.update(verdict.skipped)
         return verdict.command
@@ -275,7 +284,10 @@ class Disruption:
                 claim = state_node.nodeclaim
                 # The watched object names the claim as well as a rebuilt dict, for free.
                 involved = self.state.objects["NodeClaim"].get(claim.name) or claim.to_dict()
-                self.recorder.record(involved, NORMAL, "DisruptionBlocked", why)
+                reason = (
+                    "ConsolidationRejected" if balanced.is_rejection(why) else "DisruptionBlocked"
+                )
+                self.recorder.record(involved, NORMAL, reason, why)
 
     # --- validating and acting --------------------------------------------------------------
 
@@ -292,7 +304,7 @@ class Disruption:
             command = methods.emptiness(current, self._allowed).command
         else:
             command, _ = methods.consolidate(
-                current, self._simulate, self._instance_types, self.options
+                current, self._simulate, self._instance_types, self.options, self._judge
             )
         if command is None or len(command.replacements) > len(pending.command.replacements):
             log.info("disruption invalidated: %s no longer holds", pending.command.describe())
@@ -301,8 +313,65 @@ class Disruption:
 
     def _act(self, command: Command) -> None:
         log.info("disrupting: %s", command.describe())
+        self._announce_scores(command)
         self.orchestrator.start(command)
         self.enqueue_orchestration(ORCHESTRATION_KEY)
+
+    # --- Balanced consolidation [DISR-10] ----------------------------------------------------
+
+    def _judge(self, command: Command) -> str | None:
+        """Why a feasible consolidation move is not worth it: the score of the first of its
+        Balanced pools whose score is below the threshold. Each pool is scored on its own
+        candidates, with the replacement's price shared by their prices."""
+        by_pool: dict[str, list[Candidate]] = {}
+        for candidate in command.candidates:
+            by_pool.setdefault(candidate.pool.name, []).append(candidate)
+        total_price = sum(c.price for c in command.candidates)
+        replacement = sum(r.price for r in command.replacements)
+        scores = []
+        for name, group in sorted(by_pool.items()):
+            if group[0].pool.disruption.consolidation_policy != BALANCED:
+                continue
+            share = sum(c.price for c in group) / total_price if total_price > 0 else 1.0
+            score = balanced.score(group, replacement * share, self._pool_totals(name))
+            scores.append((name, score))
+            decision = "approved" if score.approved else "rejected"
+            self.metrics.consolidation_score.labels(decision, name, BALANCED).observe(score.value)
+            self.metrics.consolidation_moves.labels(decision, name, BALANCED).inc()
+        self._scores[tuple(c.name for c in command.candidates)] = scores
+        rejected = next((s for _, s in scores if not s.approved), None)
+        return rejected.describe() if rejected is not None else None
+
+    def _pool_totals(self, pool_name: str) -> balanced.PoolTotals:
+        """The pool's cost and disruption over all its managed nodes not going away."""
+        if pool_name not in self._totals:
+            prices = self._prices()
+            nodes = [
+                sn
+                for sn in self.state.managed_nodes()
+                if sn.nodepool == pool_name and not sn.deleting
+            ]
+            self._totals[pool_name] = balanced.PoolTotals(
+                cost=sum(prices.get(sn.name, 0.0) for sn in nodes),
+                disruption=sum(
+                    balanced.node_disruption(self.state.reschedulable_pods([sn.name]))
+                    for sn in nodes
+                ),
+            )
+        return self._totals[pool_name]
+
+    def _announce_scores(self, command: Command) -> None:
+        """``ConsolidationApproved`` with the score: on the NodeClaim of a single-node
+        move, on the NodePool of a multi-node one."""
+        scores = self._scores.pop(tuple(c.name for c in command.candidates), [])
+        for pool_name, score in scores:
+            if len(command.candidates) == 1:
+                claim = command.candidates[0].node.nodeclaim
+                involved = claim.to_dict() if claim is not None else None
+            else:
+                involved = self.state.objects["NodePool"].get(pool_name)
+            if involved is not None:
+                self.recorder.record(involved, NORMAL, "ConsolidationApproved", score.describe())
 
     # --- simulation inputs ----------------------------------------------------------------
 

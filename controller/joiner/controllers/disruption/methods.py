@@ -26,6 +26,12 @@ SPOT_TO_SPOT_MIN_TYPES = 15
 
 # (candidates) -> the plan for their pods on the rest of the cluster
 Simulate = Callable[[Sequence[Candidate]], Plan]
+# (a feasible command) -> why it is not worth taking (a Balanced score), or None
+Judge = Callable[["Command"], str | None]
+
+
+def take_all(command: Command) -> str | None:
+    return None
 
 
 @dataclass
@@ -122,9 +128,24 @@ def consolidate(
     simulate: Simulate,
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
+    judge: Judge = take_all,
 ) -> tuple[Command | None, str]:
     """Remove ``candidates`` if their pods fit elsewhere, or replace them with one cheaper
-    node [DISR-7]. Returns the command or why not."""
+    node [DISR-7], if ``judge`` finds it worth it [DISR-10]. Returns the command or why
+    not."""
+    command, why = _feasible(candidates, simulate, instance_types, options)
+    if command is None:
+        return None, why
+    rejected = judge(command)
+    return (None, rejected) if rejected is not None else (command, "")
+
+
+def _feasible(
+    candidates: Sequence[Candidate],
+    simulate: Simulate,
+    instance_types: Callable[[str], Sequence[InstanceType]],
+    options: ConsolidationOptions,
+) -> tuple[Command | None, str]:
     plan = simulate(candidates)
     if plan.unplaceable:
         return None, _unplaceable(plan)
@@ -222,6 +243,7 @@ def multi_node(
     simulate: Simulate,
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
+    judge: Judge = take_all,
 ) -> Command | None:
     """The largest prefix (>= 2) of the cheapest-to-disrupt candidates that consolidates,
     by binary search [DISR-7]."""
@@ -229,7 +251,7 @@ def multi_node(
     low, high, best = 2, len(pool), None
     while low <= high:
         middle = (low + high) // 2
-        command, _ = consolidate(pool[:middle], simulate, instance_types, options)
+        command, _ = consolidate(pool[:middle], simulate, instance_types, options, judge)
         if command is not None:
             best, low = command, middle + 1
         else:
@@ -243,6 +265,7 @@ def single_node(
     instance_types: Callable[[str], Sequence[InstanceType]],
     options: ConsolidationOptions,
     hopeless: Callable[[Candidate], str | None] = lambda _: None,
+    judge: Judge = take_all,
 ) -> Verdict:
     """The first candidate, round robin over pools, that can go or be replaced cheaper.
     ``hopeless`` says, without simulating, why a candidate cannot (None: simulate)."""
@@ -252,7 +275,7 @@ def single_node(
         if why_not is not None:
             skipped[candidate.name] = why_not
             continue
-        command, why = consolidate([candidate], simulate, instance_types, options)
+        command, why = consolidate([candidate], simulate, instance_types, options, judge)
         if command is not None:
             return Verdict(command, skipped)
         skipped[candidate.name] = why

@@ -217,7 +217,7 @@ KNOWN = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.sampled_from(KNOWN), JSON_VALUES, JSON_VALUES)
 def test_any_envelope_with_a_known_type_parses_or_fails_cleanly(
     known: tuple[str, str], detail: Any, resources: Any
@@ -230,7 +230,7 @@ def test_any_envelope_with_a_known_type_parses_or_fails_cleanly(
     assert all(i.startswith("i-") for i in message.instance_ids)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text() | st.binary().map(lambda b: b.decode("latin-1")) | JSON_VALUES.map(json.dumps))
 def test_any_text_parses_or_fails_cleanly(body: str) -> None:
     with contextlib.suppress(MessageError):

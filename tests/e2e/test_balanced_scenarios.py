@@ -1,0 +1,83 @@
+"""Balanced consolidation end to end [DISR-10]: the real operator in the simulator. A
+node on a 3-CPU type ($0.16/h) is left with one 1.4-CPU pod, which a 2-CPU type would
+hold. In a one-node pool a move's disruption is all of the pool's (the node and its
+pod), so the score is the share of the price saved: Balanced (k = 2) replaces only
+with a type at most half the price, while WhenEmptyOrUnderutilized takes any saving.
+Empty nodes are emptiness's, never scored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from joiner import testing
+from joiner.sim.engine import Simulation
+from joiner.sim.result import SimulationResult
+from joiner.sim.scenario import load_scenario
+
+
+def _run(policy: str, half_price: float, replicas_after: int = 1) -> SimulationResult:
+    doc: dict[str, Any] = testing.scenario(
+        "balanced",
+        instance_types=[
+            testing.scenario_instance_type("mid", "3", "12Gi", {"zone-a/on-demand": 0.16}),
+            testing.scenario_instance_type("half", "2", "8Gi", {"zone-a/on-demand": half_price}),
+        ],
+        objects=[
+            testing.ec2nodeclass(),
+            testing.nodepool(
+                requirements=[testing.capacity_types("on-demand")],
+                disruption={"consolidationPolicy": policy, "consolidateAfter": "30s"},
+            ),
+            testing.deployment("app", replicas=2, cpu="1400m", memory="1Gi"),
+        ],
+        steps=[
+            {"settle": "5m"},
+            {"scale": {"kind": "Deployment", "name": "app", "replicas": replicas_after}},
+            {"advance": "10m"},
+        ],
+    )
+    return Simulation(load_scenario(yaml.safe_dump(doc))).run()
+
+
+def _types(result: SimulationResult) -> list[str | None]:
+    return [n.instance_type for n in result.final.managed_nodes]
+
+
+def _events(result: SimulationResult, reason: str) -> list[tuple[str, str]]:
+    return [(e.kind, e.message) for e in result.events if e.reason == reason]
+
+
+def test_balanced_skips_a_replacement_saving_less_than_half_and_says_why() -> None:
+    result = _run("Balanced", half_price=0.10)
+    assert _types(result) == ["mid"]
+    rejected = set(_events(result, "ConsolidationRejected"))
+    assert rejected == {
+        (
+            "NodeClaim",
+            "score 0.38 < threshold 0.50 (k: 2, savings 37.5%, disruption 100.0%)",
+        )
+    }
+    assert _events(result, "ConsolidationApproved") == []
+
+
+def test_when_empty_or_underutilized_takes_the_same_replacement() -> None:
+    result = _run("WhenEmptyOrUnderutilized", half_price=0.10)
+    assert _types(result) == ["half"]
+    assert _events(result, "ConsolidationRejected") == []
+
+
+def test_balanced_takes_a_replacement_at_half_the_price_and_says_so() -> None:
+    result = _run("Balanced", half_price=0.08)
+    assert _types(result) == ["half"]
+    assert _events(result, "ConsolidationApproved") == [
+        ("NodeClaim", "score 0.50 >= threshold 0.50 (k: 2, savings 50.0%, disruption 100.0%)")
+    ]
+    assert result.failures == []
+
+
+def test_balanced_deletes_an_empty_node_without_scoring_it() -> None:
+    result = _run("Balanced", half_price=0.10, replicas_after=0)
+    assert _types(result) == []
+    assert _events(result, "ConsolidationRejected") == []
+    assert [c.disruption_reason for c in result.nodeclaims] == ["Empty"]
