@@ -7,8 +7,9 @@ Kubernetes form. Validation lives in ``joiner.api.validation``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from croniter import croniter
 
@@ -250,3 +251,21 @@ class NodePool:
         return self.template.requirements_with_labels().add(
             *Requirements.from_labels({wk.NODEPOOL: self.name}).values()
         )
+
+
+class _Weighted(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def weight(self) -> int | None: ...
+
+
+W = TypeVar("W", bound=_Weighted)
+
+
+def by_weight(pools: Iterable[W]) -> list[W]:
+    """Pools in the order the scheduler tries them, as Karpenter's ``OrderByWeight``:
+    highest weight first, equal weights by name descending."""
+    by_name = sorted(pools, key=lambda pool: pool.name, reverse=True)
+    return sorted(by_name, key=lambda pool: -(pool.weight or 0))

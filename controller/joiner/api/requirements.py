@@ -256,6 +256,24 @@ class Requirement:
     def __hash__(self) -> int:
         return hash(self._identity())
 
+    def describe(self) -> str:
+        """As Karpenter prints a requirement: ``key In [a b]``, ``key Exists``, bounds as
+        ``>N`` / ``<N``, at most five values."""
+        operator = self.operator
+        text = f"{self.key} {operator}"
+        if operator in (IN, NOT_IN):
+            values = sorted(self.values)
+            if len(values) > 5:
+                values = [*values[:5], f"and {len(values) - 5} others"]
+            text += f" [{' '.join(values)}]"
+        if self.greater_than is not None:
+            text += f" >{self.greater_than}"
+        if self.less_than is not None:
+            text += f" <{self.less_than}"
+        if self.min_values is not None:
+            text += f" minValues {self.min_values}"
+        return text
+
     def __repr__(self) -> str:
         return f"Requirement({self.key}: {_describe(self)})"
 
@@ -337,7 +355,8 @@ class Requirements(Mapping[str, Requirement]):
         key = self._first_conflict(other)
         if key is None:
             return None
-        return f"key {key}: {_describe(other._by_key[key])} not in {_describe(self._by_key[key])}"
+        # Karpenter's words: "key K, <theirs> not in <ours>"
+        return f"key {key}, {other._by_key[key].describe()} not in {self._by_key[key].describe()}"
 
     def is_intersecting(self, other: Requirements) -> bool:
         """``intersects(other) is None`` without composing a message (hot in scheduling)."""
@@ -364,7 +383,7 @@ class Requirements(Mapping[str, Requirement]):
         """
         key = self._first_undefined(other, allow_undefined)
         if key is not None:
-            return f"label {key!r} does not have known values"
+            return f'label "{key}" does not have known values'
         return self.intersects(other)
 
     def is_compatible(

@@ -92,8 +92,9 @@ def new_instance_type(
 
 
 def benchmark_instance_types(count: int = 400) -> list[InstanceType]:
-    """Karpenter's scheduling-benchmark catalogue: type i has i+1 vCPU, 2(i+1) GiB and
-    10(i+1) pods."""
+    """Sized like Karpenter's scheduling-benchmark catalogue (type i has i+1 vCPU, 2(i+1)
+    GiB and 10(i+1) pods) but with this fake's offerings, prices and no overhead; the
+    exact upstream catalogue is the oracle document of ``benchmarks/bench_scheduling``."""
     return [
         new_instance_type(
             f"fake-it-{i}", cpu=str(i + 1), memory=f"{2 * (i + 1)}Gi", pods=10 * (i + 1)

@@ -2,21 +2,39 @@
 
 Exit status: 0 when the run completed, every ``expect`` held and every ``settle``
 settled; 1 when an expectation failed; 2 when the scenario is invalid (the message
-names the field) or a ``settle`` step reached its bound with work still in flight.
-Failed expectations and unsettled steps are also printed to standard error, one line
-each, whatever the output format.
+names the field) or a ``settle`` step reached its bound with work still in flight; 3
+when the run reached one of its bounds (wall time, steps, NodeClaims, an instant that
+never settles: it did not converge), with a message naming the step. Failed
+expectations and unsettled steps are also printed to standard error, one line each,
+whatever the output format. On a terminal, a table run shows a progress bar on
+standard error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
+from joiner.api.duration import format_duration
+from joiner.sim import bounds, progress
+from joiner.sim.bounds import BoundReached
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import ScenarioError, load_scenario
 
 # A run whose settle step did not settle answers nothing it was asked: as bad as bad input.
 UNSETTLED_EXIT_CODE = 2
+
+
+EXIT_STATUS = (
+    "exit status: 0 done, every expect held and every settle settled; 1 an expect failed; "
+    f"{ScenarioError.exit_code} invalid scenario (the message names the field) or a settle "
+    f"that did not settle; {BoundReached.exit_code} the run reached a bound and did not "
+    f"converge (spec.limits.wallTime, default {format_duration(bounds.DEFAULT_WALL_SECONDS)}; "
+    f"spec.limits.steps, default {bounds.DEFAULT_STEPS:,}; {bounds.MAX_NODECLAIMS:,} "
+    f"NodeClaims at once; an instant that never ends). Workloads may ask for at most "
+    f"{bounds.MAX_PODS:,} pods."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the real controller on a virtual clock against a simulated "
         "cluster described by a scenario file (see docs/scenario.md) and print what "
         "happened: nodes launched, where pods went, cost per hour, pending pods and why.",
+        epilog=EXIT_STATUS,
     )
     parser.add_argument("file", metavar="FILE", help="scenario YAML (apiVersion joiner.sim/v1)")
     parser.add_argument(
@@ -38,10 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = Simulation(load_scenario(args.file), seed=args.seed).run()
-    except ScenarioError as err:
+        scenario = load_scenario(args.file)
+        with _progress_bar(args.output) as bar:
+            result = Simulation(scenario, seed=args.seed, progress=bar).run()
+    except (ScenarioError, BoundReached) as err:
         print(f"joiner simulate: {args.file}: {err}", file=sys.stderr)
-        return ScenarioError.exit_code
+        return err.exit_code
     if args.output == "json":
         print(result.to_json())
     else:
@@ -58,3 +79,11 @@ def run(args: argparse.Namespace) -> int:
     if result.unsettled:
         return UNSETTLED_EXIT_CODE
     return 1 if result.failures else 0
+
+
+def _progress_bar(output: str) -> contextlib.AbstractContextManager[progress.Reporter | None]:
+    """A bar on standard error for people watching a terminal; nothing when the output
+    is for a program (json), standard error is not a terminal, or tqdm is missing."""
+    if output == "json" or not sys.stderr.isatty() or not progress.bar_available():
+        return contextlib.nullcontext()
+    return progress.ProgressBar(sys.stderr)

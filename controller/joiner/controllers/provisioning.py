@@ -16,7 +16,7 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import is_true
-from joiner.api.nodepool import NodePool
+from joiner.api.nodepool import NodePool, by_weight
 from joiner.clock import Clock
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
@@ -110,13 +110,13 @@ class Provisioner(Controller):
         return plan
 
     def ready_nodepools(self) -> list[NodePool]:
-        """NodePools whose node class is ready, highest weight first, then by name."""
+        """NodePools whose node class is ready, in the order the scheduler tries them."""
         ready = [
             pool
             for pool in self.state.nodepools.values()
             if not pool.metadata.get("deletionTimestamp") and self._nodeclass_ready(pool)
         ]
-        return sorted(ready, key=lambda p: (-(p.weight or 0), p.name))
+        return by_weight(ready)
 
     def _nodeclass_ready(self, pool: NodePool) -> bool:
         nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)
@@ -146,7 +146,7 @@ class Provisioner(Controller):
                 pods[key],
                 WARNING,
                 "FailedScheduling",
-                f"Failed to schedule pod, {why.constraint}: {why.message}",
+                f"Failed to schedule pod, {why.message}",
             )
 
     def _create_nodeclaim(self, plan: NodeClaimPlan) -> dict[str, Any]:

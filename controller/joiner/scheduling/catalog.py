@@ -14,12 +14,20 @@ import numpy as np
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.nodepool import NodePool
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
 from joiner.identity import IdentityCache
 from joiner.scheduling.model import DaemonSet
 from joiner.scheduling.taints import untolerated
+
+# Where quantities become int64 vectors, amounts saturate at +-2**62 milli-units: more
+# than any node or pool holds (4 PiB of memory, 4.6e15 CPUs), so a saturated request
+# still fits no instance type and a saturated limit still admits every one, exactly as
+# the unbounded amounts would; and the sum or difference of two saturated amounts
+# cannot overflow. Arithmetic on unbounded totals (pool usage, limits) stays in Python
+# integers until it is compared with a vector.
+VECTOR_LIMIT = 2**62
 
 
 class Dimensions:
@@ -30,10 +38,12 @@ class Dimensions:
         self.index = {name: i for i, name in enumerate(self.names)}
 
     def vector(self, resources: Mapping[str, int]) -> np.ndarray:
+        """The amounts of ``resources`` in column order, saturated at ``VECTOR_LIMIT``."""
         out = np.zeros(len(self.names), dtype=np.int64)
         for name, amount in resources.items():
-            if name in self.index:
-                out[self.index[name]] = amount
+            column = self.index.get(name)
+            if column is not None:
+                out[column] = max(-VECTOR_LIMIT, min(amount, VECTOR_LIMIT))
         return out
 
     def to_list(self, vector: np.ndarray) -> ResourceList:
@@ -91,12 +101,24 @@ class PoolCatalog:
         self.capacity = np.array(
             [self.limit_dims.vector(it.capacity) for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(limit_names))
-        self.zones = sorted({o.zone for it in self.types for o in it.offerings})
-        self.capacity_types = sorted({o.capacity_type for it in self.types for o in it.offerings})
+        # only where something can launch: a zone without an available offering is no
+        # topology domain of the pool (as the types' zone requirements are in Karpenter)
+        available = [o for it in self.types for o in it.offerings if o.available]
+        self.zones = sorted({o.zone for o in available})
+        self.capacity_types = sorted({o.capacity_type for o in available})
+        self._offered = (
+            Requirement.new(wk.ZONE, IN, self.zones),
+            Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
+        )
         self.prices = self._price_cube()
         self._daemonsets = daemonsets
+        self._all = np.arange(len(self.types))
+        self._free: dict[str, np.ndarray] = {}
         self.daemon_overhead = dims.vector(self.overhead_for(self.requirements))
+        # the pool's own requirements: what repacking fills
+        self.free = self.free_for(self.requirements, repr(self.requirements.to_dicts()))
         self._compatible: dict[str, np.ndarray] = {}
+        self._type_prices: dict[str, np.ndarray] = {}
         self._min_value_codes: dict[str, np.ndarray] = {}
         self._domains: dict[str, frozenset[str]] = {}
         self.min_values = {
@@ -125,6 +147,15 @@ class PoolCatalog:
         allowed = zones[:, None] & cts[None, :]
         return np.where(allowed[None, :, :], self.prices, np.inf)
 
+    def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:
+        """Per type, its cheapest offering the requirements allow (infinity: none)."""
+        found = self._type_prices.get(signature)
+        if found is None:
+            found = self._type_prices[signature] = self.offering_prices(requirements).min(
+                axis=(1, 2), initial=np.inf
+            )
+        return found
+
     def compatible_types(self, requirements: Requirements, signature: str) -> np.ndarray:
         """Boolean mask of types whose labels intersect ``requirements`` and that have an
         available offering they allow."""
@@ -144,17 +175,57 @@ class PoolCatalog:
     # --- daemonsets -------------------------------------------------------------------
 
     def overhead_for(self, requirements: Requirements) -> ResourceList:
-        """Requests of the daemonsets that would run on a node with these requirements
-        and this pool's taints."""
-        total: ResourceList = {}
+        """Requests of the daemonsets that would run on some node with these requirements
+        and this pool's taints. The node's zone and capacity type are among those an
+        available offering has, so a daemonset selecting others does not run there (as
+        Karpenter judges it)."""
+        return self.dims.to_list(self.overhead_rows(requirements, self._all).max(axis=0, initial=0))
+
+    def free_for(self, requirements: Requirements, signature: str) -> np.ndarray:
+        """[t, d]: per type, its allocatable less the requests of the daemonsets a node of
+        that type with these requirements would run."""
+        found = self._free.get(signature)
+        if found is None:
+            found = self._free[signature] = self.allocatable - self.overhead_rows(
+                requirements, self._all
+            )
+        return found
+
+    def overhead_rows(self, requirements: Requirements, idx: np.ndarray) -> np.ndarray:
+        """[i, d]: the daemonsets' requests on a node of type ``idx[i]`` with these
+        requirements. A daemonset runs there when it tolerates the pool's taints and its
+        node selection admits the requirements narrowed by that type's labels, zones and
+        capacity types (so one selecting on-demand or GPU types adds nothing to others,
+        as in Karpenter)."""
+        requirements = requirements.intersection(Requirements(self._offered))
+        rows = np.zeros((len(idx), len(self.dims.names)), dtype=np.int64)
         for daemonset, requests in self._daemonsets:
             spec = daemonset.pod_template.get("spec") or {}
             if untolerated(spec.get("tolerations") or (), self.taints, False) is not None:
                 continue
-            if requirements.compatible(Requirements.for_pod(daemonset.pod_template)) is not None:
+            wanted = Requirements.for_pod(daemonset.pod_template)
+            if requirements.compatible(wanted) is not None:
                 continue
-            total = res.add(total, requests)
-        return total
+            runs = self._runs_on(requirements, wanted, idx)
+            rows[runs] += self.dims.vector(requests)
+        return rows
+
+    def _runs_on(
+        self, requirements: Requirements, wanted: Requirements, idx: np.ndarray
+    ) -> np.ndarray:
+        """Per type in ``idx``, whether ``wanted`` admits the requirements narrowed by the
+        type's own requirements on the keys ``wanted`` names (judged once per distinct
+        set of those)."""
+        verdicts: dict[tuple, bool] = {}
+        runs = np.ones(len(idx), dtype=bool)
+        for i, t in enumerate(idx.tolist()):
+            own = tuple(self.types[t].requirements.get(key) for key in wanted)
+            verdict = verdicts.get(own)
+            if verdict is None:
+                narrowed = requirements.intersection(Requirements(r for r in own if r is not None))
+                verdict = verdicts[own] = narrowed.compatible(wanted) is None
+            runs[i] = verdict
+        return runs
 
     # --- minValues --------------------------------------------------------------------
 
@@ -172,13 +243,14 @@ class PoolCatalog:
             self._min_value_codes[key] = found
         return found
 
-    def min_values_shortfall(self, candidates: np.ndarray) -> str | None:
-        """Why the candidate types do not satisfy the pool's minValues, or None."""
+    def min_values_shortfall(self, candidates: np.ndarray) -> tuple[str, str] | None:
+        """The first key whose minValues the candidate types do not satisfy, with what is
+        missing; None when they satisfy every one."""
         for key, wanted in self.min_values.items():
             codes = self.value_codes(key)[candidates]
             distinct = len(np.unique(codes[codes >= 0]))
             if distinct < wanted:
-                return f"minValues {wanted} on {key} but only {distinct} value(s) remain"
+                return key, f"minValues {wanted} on {key} but only {distinct} value(s) remain"
         return None
 
     # --- topology domains -------------------------------------------------------------
@@ -203,6 +275,6 @@ class PoolCatalog:
                 if (r := it.requirements.get(key)) is not None and not r.complement
                 for v in r.values
             }
-            if not allowed.complement:
-                values |= set(allowed.values)
+        if not allowed.complement:  # the pool names these domains, offered or not
+            values |= set(allowed.values)
         return {v for v in values if allowed.has(v)}

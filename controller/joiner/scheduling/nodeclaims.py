@@ -10,7 +10,6 @@ from joiner.api import labels as wk
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.scheduling.catalog import PoolCatalog
 from joiner.scheduling.model import NodeClaimPlan
-from joiner.scheduling.topology import TopologyGroup
 
 MAX_INSTANCE_TYPES = 60  # candidates sent to the launch [SPEC 3.10]
 
@@ -20,11 +19,12 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_reserved",
+        "_reserved_for",
         "count",
+        "free",
         "hostname",
         "idx",
-        "overhead",
-        "pending",
         "pods",
         "pool",
         "ports",
@@ -41,25 +41,25 @@ class Draft:
         requirements: Requirements,
         signature: str,
         idx: np.ndarray,
-        overhead: np.ndarray,
+        free: np.ndarray,
     ) -> None:
         self.pool = pool
         self.hostname = hostname
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        self.overhead = overhead  # daemonsets that would run on it
-        self.used = overhead.copy()
+        self.free = free  # [t, d]: each type's allocatable less its daemonsets' requests
+        self.used = np.zeros(free.shape[1], dtype=np.int64)  # the pods' requests
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
-        # matching pods per topology group not yet counted: their domain is still open
-        self.pending: dict[TopologyGroup, int] = {}
         self.ports: set[tuple[str, str, int]] = set()
         self.room: list[int] = self._room()
+        self._reserved_for = -1
+        self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def _room(self) -> list[int]:
         """Per dimension, the most any candidate type still has free (a quick pre-check)."""
-        return (self.pool.allocatable[self.idx].max(axis=0) - self.used).tolist()
+        return (self.free[self.idx].max(axis=0) - self.used).tolist()
 
     def add(
         self,
@@ -86,12 +86,16 @@ class Draft:
 
     def price(self) -> float:
         """The cheapest offering of any candidate type under the requirements."""
-        return float(self.pool.offering_prices(self.requirements)[self.idx].min())
+        return float(self.pool.type_prices(self.requirements, self.sig)[self.idx].min())
 
     def reservation(self) -> np.ndarray:
         """What this NodeClaim may take from its pool's limits: the largest capacity
-        among its candidate types [SPEC 3.9]."""
-        return self.pool.capacity[self.idx].max(axis=0)
+        among its candidate types [SPEC 3.9]. Candidates only ever shrink to a subset,
+        so their number tells whether the last answer still holds."""
+        if self._reserved_for != len(self.idx):
+            self._reserved = self.pool.capacity[self.idx].max(axis=0)
+            self._reserved_for = len(self.idx)
+        return self._reserved
 
 
 def finalize(draft: Draft) -> NodeClaimPlan:
@@ -106,8 +110,9 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]
-    overhead = pool.dims.vector(pool.overhead_for(requirements))
-    pod_requests = draft.used - draft.overhead
+    # what every candidate's node runs besides the pods (each has room for its own)
+    overhead = pool.overhead_rows(requirements, chosen).min(axis=0)
+    pod_requests = draft.used
     return NodeClaimPlan(
         nodepool=pool.name,
         hostname=draft.hostname,

@@ -18,7 +18,14 @@ from joiner.api.requirements import Requirements, node_affinity_required_terms
 from joiner.scheduling.model import Pod
 from joiner.scheduling.pods import labels_of, namespace_of
 from joiner.scheduling.selectors import Selector
-from joiner.scheduling.topology import AFFINITY, ANTI_AFFINITY, SPREAD, Topology, TopologyGroup
+from joiner.scheduling.topology import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    SPREAD,
+    NodeFilter,
+    Topology,
+    TopologyGroup,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,17 @@ class PodConstraints:
     @cached_property
     def signature(self) -> str:
         return repr(self.requirements.to_dicts())
+
+    @cached_property
+    def strict_requirements(self) -> Requirements:
+        """What a node must satisfy without the preferred term: the domains a spread
+        constraint of the pod spreads over (kube-scheduler's and Karpenter's)."""
+        requirements = self.node_terms[self.term_index].copy()
+        return requirements.add(*self.volume_requirements.values())
+
+    @cached_property
+    def strict_signature(self) -> str:
+        return repr(self.strict_requirements.to_dicts())
 
     @cached_property
     def topology(self) -> tuple[TopologyGroup, ...]:
@@ -106,7 +124,9 @@ def build_constraints(
         )
     )
     namespace = namespace_of(pod)
-    required, schedule_anyway = _spread_groups(spec, namespace, labels_of(pod), topology)
+    required, schedule_anyway = _spread_groups(
+        spec, namespace, labels_of(pod), node_terms, topology
+    )
     pod_affinity = affinity.get("podAffinity") or {}
     pod_anti = affinity.get("podAntiAffinity") or {}
     required += _term_groups(AFFINITY, pod_affinity, namespace, topology, required=True)
@@ -156,12 +176,18 @@ def affinity_term_group(
 
 
 def _spread_groups(
-    spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str], topology: Topology
+    spec: Mapping[str, Any],
+    namespace: str,
+    labels: Mapping[str, str],
+    node_terms: tuple[Requirements, ...],
+    topology: Topology,
 ) -> tuple[tuple[TopologyGroup, ...], tuple[TopologyGroup, ...]]:
     required: list[TopologyGroup] = []
     anyway: list[TopologyGroup] = []
     for constraint in spec.get("topologySpreadConstraints") or ():
         extra = {k: labels[k] for k in constraint.get("matchLabelKeys") or () if k in labels}
+        honor_node_affinity = constraint.get("nodeAffinityPolicy", "Honor") == "Honor"
+        honor_taints = constraint.get("nodeTaintsPolicy", "Ignore") == "Honor"
         group = topology.group(
             SPREAD,
             constraint.get("topologyKey", ""),
@@ -169,9 +195,24 @@ def _spread_groups(
             Selector.from_dict(constraint.get("labelSelector"), extra),
             max_skew=int(constraint.get("maxSkew", 1)),
             min_domains=constraint.get("minDomains"),
-            honor_node_affinity=constraint.get("nodeAffinityPolicy", "Honor") == "Honor",
-            honor_taints=constraint.get("nodeTaintsPolicy", "Ignore") == "Honor",
+            honor_node_affinity=honor_node_affinity,
+            honor_taints=honor_taints,
+            node_filter=_node_filter(spec, node_terms, honor_node_affinity, honor_taints),
         )
         target = anyway if constraint.get("whenUnsatisfiable") == "ScheduleAnyway" else required
         target.append(group)
     return tuple(required), tuple(anyway)
+
+
+def _node_filter(
+    spec: Mapping[str, Any],
+    node_terms: tuple[Requirements, ...],
+    honor_node_affinity: bool,
+    honor_taints: bool,
+) -> NodeFilter | None:
+    """Which nodes' pods a spread constraint of this pod counts (None: every node)."""
+    terms = node_terms if honor_node_affinity and all(node_terms) else ()  # empty: any node
+    tolerations = tuple(spec.get("tolerations") or ()) if honor_taints else None
+    if not terms and tolerations is None:
+        return None
+    return NodeFilter(terms, tolerations)

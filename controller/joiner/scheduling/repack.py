@@ -89,7 +89,7 @@ def repack(
 ) -> list[Draft]:
     """New NodeClaims holding ``pods`` (request vector, key), each on ``candidates`` types."""
     shapes = _Shapes(pods)
-    room = pool.allocatable[candidates] - pool.daemon_overhead
+    room = pool.free[candidates]
     prices = pool.offering_prices(pool.requirements)[candidates].min(axis=(1, 2))
     cpu, memory = pool.dims.index[res.CPU], pool.dims.index[res.MEMORY]
     total = shapes.vectors.T @ shapes.counts
@@ -134,11 +134,9 @@ def _draft(
     pool: PoolCatalog, candidates: np.ndarray, hostname: str, members: list[tuple[np.ndarray, str]]
 ) -> Draft:
     content = np.sum([vector for vector, _ in members], axis=0)
-    fitting = candidates[
-        (pool.allocatable[candidates] >= pool.daemon_overhead + content).all(axis=1)
-    ]
+    fitting = candidates[(pool.free[candidates] >= content).all(axis=1)]
     signature = repr(pool.requirements.to_dicts())
-    draft = Draft(pool, hostname, pool.requirements, signature, fitting, pool.daemon_overhead)
+    draft = Draft(pool, hostname, pool.requirements, signature, fitting, pool.free)
     by_vector: dict[tuple[int, ...], list[str]] = {}
     vectors: dict[tuple[int, ...], np.ndarray] = {}
     for vector, key in members:

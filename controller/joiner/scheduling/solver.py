@@ -14,11 +14,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +28,11 @@ import numpy as np
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
-from joiner.api.nodepool import NodePool
+from joiner.api.nodepool import NodePool, by_weight
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling import messages as msg
 from joiner.scheduling import model as m
 from joiner.scheduling.catalog import Dimensions, PoolCatalog, pool_catalog
 from joiner.scheduling.model import ClusterSnapshot, ExistingNode, Plan, Pod, Unplaceable
@@ -47,6 +50,7 @@ from joiner.scheduling.preferences import PodConstraints, affinity_term_group, b
 from joiner.scheduling.repack import repack
 from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint, untolerated
 from joiner.scheduling.topology import (
+    AFFINITY,
     ANTI_AFFINITY,
     SPREAD,
     Rejection,
@@ -65,7 +69,22 @@ def solve(
 ) -> Plan:
     """Place ``pods``. ``instance_types`` maps a pool name to its available types; pools
     without an entry launch nothing."""
-    return _Solver(pods, nodepools, instance_types, snapshot or ClusterSnapshot()).run()
+    with _no_cycle_collection():
+        return _Solver(pods, nodepools, instance_types, snapshot or ClusterSnapshot()).run()
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """A solve allocates many short-lived objects, freed by reference counting; the cyclic
+    collector's passes over the caller's large, long-lived heap (the controller's state)
+    cost up to a third of a solve and find nothing, so they wait until it returns."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- pending pods ------------------------------------------------------------------
@@ -162,7 +181,16 @@ def _pod_order(pod: Pod) -> tuple:
 class _Node:
     """An existing or in-flight node with what is left on it."""
 
-    __slots__ = ("anti_affinity", "free", "hostname", "node", "ports", "taints", "volumes")
+    __slots__ = (
+        "anti_affinity",
+        "free",
+        "hostname",
+        "label_requirements",
+        "node",
+        "ports",
+        "taints",
+        "volumes",
+    )
 
     def __init__(
         self,
@@ -180,6 +208,7 @@ class _Node:
         self.volumes = volumes
         self.anti_affinity = anti_affinity  # (namespace, term) of the pods already there
         self.hostname = node.hostname
+        self.label_requirements = Requirements.from_labels(node.labels)
 
     def domains(self, key: str) -> list[str]:
         value = node_domain(self.node, key)
@@ -213,13 +242,10 @@ class _Solver:
         self.dims = self._dimensions()
         for group in self.groups:
             group.vectorise(self.dims)
-        self.pools = sorted(
-            (
-                pool_catalog(p, instance_types[p.name], self.dims, self.daemonsets)
-                for p in nodepools
-                if p.name in instance_types
-            ),
-            key=lambda c: (-c.weight, c.name),
+        self.pools = by_weight(
+            pool_catalog(p, instance_types[p.name], self.dims, self.daemonsets)
+            for p in nodepools
+            if p.name in instance_types
         )
         live = [n for n in snapshot.nodes if not n.marked_for_deletion]
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
@@ -240,7 +266,8 @@ class _Solver:
         self._usage = (
             dict(snapshot.pool_usage) if snapshot.pool_usage is not None else self._pool_usage()
         )
-        self._overhead: dict[str, np.ndarray] = {}  # daemonset overhead by requirements
+        # per pool with limits: its open NodeClaims and what they reserve (exact sums)
+        self._reserved: dict[str, tuple[int, list[int]]] = {}
 
     # --- setup ----------------------------------------------------------------------
 
@@ -348,22 +375,21 @@ class _Solver:
     # --- the loop -------------------------------------------------------------------
 
     def run(self) -> Plan:
-        failed: list[tuple[_Group, PodConstraints, list[int], Rejection]] = []
+        failed: list[tuple[_Group, list[int], Rejection]] = []
         for group in self.groups:
-            assert group.constraints is not None
-            outcome = self._schedule(group, group.constraints, list(range(len(group.keys))))
+            outcome = self._schedule(group, list(range(len(group.keys))))
             if outcome is not None:
                 failed.append((group, *outcome))
         while failed:
             before = self.placed
             retry, failed = failed, []
-            for group, constraints, members, _ in retry:
-                outcome = self._schedule(group, constraints, members)
+            for group, members, _ in retry:
+                outcome = self._schedule(group, members)
                 if outcome is not None:
                     failed.append((group, *outcome))
             if self.placed == before:
                 break
-        for group, _, members, rejection in failed:
+        for group, members, rejection in failed:
             for i in members:
                 key = group.keys[i]
                 self.plan.unplaceable[key] = Unplaceable(
@@ -401,10 +427,12 @@ class _Solver:
     def _hostname(self, pool: PoolCatalog) -> str:
         return f"{pool.name}-nodeclaim-{next(self._claim_numbers)}"
 
-    def _schedule(
-        self, group: _Group, constraints: PodConstraints, members: list[int]
-    ) -> tuple[PodConstraints, list[int], Rejection] | None:
-        """Place what fits, relaxing preferences while pods remain."""
+    def _schedule(self, group: _Group, members: list[int]) -> tuple[list[int], Rejection] | None:
+        """Place what fits, relaxing preferences while pods remain. Every attempt starts
+        from the pods' full preferences, as Karpenter's does: a retry after other pods
+        were placed may meet preferences (pod affinity) that failed before."""
+        constraints = group.constraints
+        assert constraints is not None
         while True:
             members, rejection = self._place(group, constraints, members)
             if not members:
@@ -412,7 +440,7 @@ class _Solver:
             relaxed = constraints.relax()
             if relaxed is None:
                 assert rejection is not None
-                return constraints, members, rejection
+                return members, rejection
             constraints = relaxed[0]
 
     def _place(
@@ -448,28 +476,34 @@ class _Solver:
     def _fill_drafts(
         self, group: _Group, constraints: PodConstraints, members: list[int]
     ) -> list[int]:
-        """Each pod to the open NodeClaim with the fewest pods that has room (ties: the
-        older claim), for the whole group at once; a claim is checked only when it is
-        the emptiest left."""
-        heap: list[tuple[int, int, int]] = [(d.count, i, -1) for i, d in enumerate(self.drafts)]
+        """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
+        group at once; among claims with as few pods, the one whose price the pod raises
+        least (over what the group's pods already there raised it), then the older claim.
+        A claim is checked only when it is among the emptiest left."""
+        # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
+        # the least rise there is (0), so it is checked before a claim known to rise
+        heap: list[tuple[int, float, int, int]] = [
+            (d.count, 0.0, i, -1) for i, d in enumerate(self.drafts)
+        ]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
+        rises: dict[int, Any] = {}
         taken: dict[int, list[int]] = {}
         placed = 0
         for member in members:
-            while heap and heap[0][2] == -1:  # room not known yet
-                pods, i, _unknown = heapq.heappop(heap)
+            while heap and heap[0][3] == -1:
+                pods, _, i, _ = heapq.heappop(heap)
                 fit = self._check_draft(self.drafts[i], group, constraints, len(members))
                 if isinstance(fit, _Fit):
-                    fits[i] = fit
-                    heapq.heappush(heap, (pods, i, fit.count))
+                    fits[i], rises[i] = fit, _price_rise(self.drafts[i], fit)
+                    heapq.heappush(heap, (pods, rises[i](1), i, fit.count))
             if not heap:
                 break
-            pods, i, room = heapq.heappop(heap)
+            pods, _, i, room = heapq.heappop(heap)
             taken.setdefault(i, []).append(member)
             placed += 1
             if room > 1:
-                heapq.heappush(heap, (pods + 1, i, room - 1))
+                heapq.heappush(heap, (pods + 1, _next_rise(rises[i], len(taken[i])), i, room - 1))
         for i in sorted(taken):
             self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
         return members[placed:]
@@ -531,7 +565,10 @@ class _Solver:
                 continue
             eligible = (
                 self.topology.eligible(
-                    tg, constraints.requirements, constraints.signature, group.tolerations
+                    tg,
+                    constraints.strict_requirements,
+                    constraints.strict_signature,
+                    group.tolerations,
                 )
                 if tg.kind == SPREAD
                 else frozenset()
@@ -608,7 +645,7 @@ class _Solver:
     ) -> _Fit | Rejection:
         room = draft.room
         if any(amount > room[d] for d, amount in group.wanted):
-            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+            return Rejection(m.RESOURCES, msg.NO_ROOM, True)
         base = self._base(draft.pool, group, constraints)
         if isinstance(base, Rejection):
             return base
@@ -621,21 +658,18 @@ class _Solver:
                 return Rejection(m.NODE_AFFINITY, why, True)
             requirements, signature = self._merge(draft, constraints)
         if constraints.topology or group.selecting_anti:
-            domains = self._topology(
-                group, constraints, _draft_domains(draft, requirements), draft.pending
-            )
+            domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            pinned = _pin(requirements, domains, constraints)
+            prices = _domain_prices(draft, group.vector)
+            pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
         idx = draft.idx
         if signature != draft.sig:
             idx = idx[draft.pool.compatible_types(requirements, signature)[idx]]
             if not len(idx):
-                return Rejection(
-                    m.NO_OFFERING, "no candidate type offers these requirements", False
-                )
+                return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
         return self._fit_types(draft, group, limit, requirements, signature, idx)
 
     def _fit_types(
@@ -649,16 +683,19 @@ class _Solver:
     ) -> _Fit | Rejection:
         pool = draft.pool
         nz = group.nz
-        free = pool.allocatable[idx][:, nz] - draft.used[nz]
+        free = draft.free[idx][:, nz] - draft.used[nz]
         counts = (free // group.vector[nz]).min(axis=1)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
-            return Rejection(m.RESOURCES, "no candidate instance type has room", True)
+            return Rejection(m.RESOURCES, msg.NO_ROOM, True)
         count = min(best, limit)
         if pool.min_values:
-            shortfall = pool.min_values_shortfall(idx[counts >= count])
-            if shortfall is not None:
-                return Rejection(m.MIN_VALUES, shortfall, True)
+            count = _most_within_min_values(pool, idx, counts, count)
+            if not count:
+                key, detail = pool.min_values_shortfall(idx[counts >= 1]) or ("", "")
+                return Rejection(
+                    m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
+                )
         return _Fit(count, requirements, signature, idx, counts)
 
     def _compatible_with(self, draft: Draft, constraints: PodConstraints) -> str | None:
@@ -680,20 +717,22 @@ class _Solver:
         group: _Group,
         constraints: PodConstraints,
         domains_of: Any,
-        pending: Mapping[TopologyGroup, int] | None = None,
     ) -> dict[str, list[str]] | Rejection:
         """Allowed domains per topology key for one more pod of ``group`` on a target
-        whose possible domains are ``domains_of(key)`` and that holds ``pending`` matching
-        pods not yet counted in any domain."""
+        whose possible domains are ``domains_of(key)``."""
         allowed: dict[str, list[str]] = {}
         topology = self.topology
         for tg in constraints.topology:
             candidates = allowed[tg.key] if tg.key in allowed else domains_of(tg.key)
             if not candidates:
-                return Rejection(tg.constraint, f"no {tg.key} domain for {tg.describe()}", True)
+                reason = msg.unsatisfiable_topology(tg.constraint, tg.key)
+                return Rejection(tg.constraint, msg.detailed(reason, "no domain"), True)
             eligible = (
                 topology.eligible(
-                    tg, constraints.requirements, constraints.signature, group.tolerations
+                    tg,
+                    constraints.strict_requirements,
+                    constraints.strict_signature,
+                    group.tolerations,
                 )
                 if tg.kind == SPREAD
                 else frozenset()
@@ -703,7 +742,6 @@ class _Solver:
                 candidates,
                 tg.selects(group.namespace, group.labels),
                 eligible,
-                pending.get(tg, 0) if pending else 0,
             )
             if isinstance(result, Rejection):
                 return result
@@ -712,11 +750,9 @@ class _Solver:
             candidates = allowed[key] if key in allowed else domains_of(key)
             result = topology.blocked_by_owners(group.selecting_anti, key, candidates)
             if candidates and not result:
-                return Rejection(
-                    m.POD_ANTI_AFFINITY,
-                    f"a running pod's anti-affinity excludes this {key} domain",
-                    True,
-                )
+                reason = msg.unsatisfiable_topology(m.POD_ANTI_AFFINITY, key)
+                detail = "a placed pod's anti-affinity excludes these domains"
+                return Rejection(m.POD_ANTI_AFFINITY, msg.detailed(reason, detail), True)
             if candidates:
                 allowed[key] = result
         return allowed
@@ -729,7 +765,7 @@ class _Solver:
         """Whether the pool can take the group at all, and its compatible types."""
         taint = untolerated(group.tolerations, pool.taints, constraints.honor_prefer_no_schedule)
         if taint is not None:
-            return Rejection(m.TAINTS, f"untolerated taint {describe(taint)}", True)
+            return Rejection(m.TAINTS, msg.untolerated_taint(taint), True)
         volumes = constraints.volume_requirements
         cache_key = (pool.name, constraints.signature, repr(volumes.to_dicts()) if volumes else "")
         found = self._pool_base.get(cache_key)
@@ -747,19 +783,17 @@ class _Solver:
         if why is not None:
             volume_only = pool.requirements.compatible(constraints.node_requirements) is None
             return Rejection(
-                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY,
-                f"incompatible requirements, {why}",
-                True,
+                m.VOLUME_ZONES if volume_only else m.NODE_AFFINITY, msg.incompatible(why), True
             )
         requirements = pool.requirements.intersection(constraints.requirements)
         signature = repr(requirements.to_dicts())
         mask = pool.compatible_types(requirements, signature)
         if not mask.any():
+            if not pool.compatible_types(pool.requirements, self._pool_signature(pool)).any():
+                return Rejection(m.NO_INSTANCE_TYPE, msg.POOL_FILTERED, True)
             if not pool.label_compatible(requirements).any():
-                return Rejection(
-                    m.NO_INSTANCE_TYPE, "no instance type matches the requirements", True
-                )
-            return Rejection(m.NO_OFFERING, "no available offering matches the requirements", True)
+                return Rejection(m.NO_INSTANCE_TYPE, msg.NO_INSTANCE_TYPE, True)
+            return Rejection(m.NO_OFFERING, msg.NO_OFFERING, True)
         return requirements, signature, np.nonzero(mask)[0]
 
     def _new_draft(
@@ -774,10 +808,13 @@ class _Solver:
                 reasons.append((pool.name, made))
                 continue
             self.drafts.append(made[0])
+            self._reserve(made[0], None)
             return made
-        constraint = reasons[0][1].constraint
-        message = "; ".join(f"nodepool {name!r}: {r.message}" for name, r in reasons)
-        return Rejection(constraint, message, True)
+        return Rejection(
+            _main_constraint([r for _, r in reasons]),
+            msg.per_nodepool([(name, r.message) for name, r in reasons]),
+            True,
+        )
 
     def _no_pool_rejection(self) -> Rejection:
         """Without pools, why the nodes refused (kube-scheduler style counts)."""
@@ -801,10 +838,8 @@ class _Solver:
             if isinstance(idx, Rejection):
                 return idx
         hostname = self._hostname(pool)
-        overhead = self._overhead.get(signature)
-        if overhead is None:
-            overhead = self._overhead[signature] = pool.dims.vector(pool.overhead_for(requirements))
-        draft = Draft(pool, hostname, requirements, signature, idx, overhead)
+        free = pool.free_for(requirements, signature)
+        draft = Draft(pool, hostname, requirements, signature, idx, free)
         fit = self._check_draft(draft, group, constraints, limit)
         if isinstance(fit, Rejection) and fit.constraint == m.RESOURCES:
             return self._resources_rejection(pool, group, constraints, limit, draft, unlimited)
@@ -833,35 +868,52 @@ class _Solver:
                 draft.requirements,
                 draft.sig,
                 unlimited,
-                draft.overhead,
+                draft.free,
             )
             if not isinstance(
                 self._check_draft(without_limits, group, constraints, limit), Rejection
             ):
                 names = ", ".join(pool.limit_dims.names)
-                return Rejection(
-                    m.POOL_LIMITS, f"limits on {names} leave no room for a node with {needs}", True
-                )
-        return Rejection(m.RESOURCES, f"no instance type has room for {needs}", True)
+                detail = f"limits on {names} leave no room for a node with {needs}"
+                return Rejection(m.POOL_LIMITS, msg.detailed(msg.NO_ROOM, detail), True)
+        return Rejection(m.RESOURCES, msg.detailed(msg.NO_ROOM, f"requests {needs}"), True)
 
     def _within_limits(self, pool: PoolCatalog, idx: np.ndarray) -> np.ndarray | Rejection:
         limits = pool.limits
         used = self._usage.get(pool.name, {})
-        drafts = [d for d in self.drafts if d.pool is pool]
-        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (
-            len(drafts) + 1
-        ):
+        dims = pool.limit_dims.names
+        drafts, reserved = self._reserved.get(pool.name, (0, [0] * len(dims)))
+        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (drafts + 1):
+            detail = f"limit nodes={limits[res.NODES] // 1000} reached"
             return Rejection(
-                m.POOL_LIMITS, f"limit nodes={limits[res.NODES] // 1000} reached", True
+                m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
-        remaining = pool.limit_dims.vector(limits) - pool.limit_dims.vector(used)
-        for draft in drafts:
-            remaining = remaining - draft.reservation()
-        kept = idx[(pool.capacity[idx] <= remaining).all(axis=1)]
+        remaining = {  # Python integers: exact however large the limits
+            name: limits[name] - used.get(name, 0) - taken
+            for name, taken in zip(dims, reserved, strict=True)
+        }
+        room = pool.limit_dims.vector(remaining)
+        kept = idx[(pool.capacity[idx] <= room).all(axis=1)]
         if not len(kept):
-            names = ", ".join(pool.limit_dims.names)
-            return Rejection(m.POOL_LIMITS, f"limits on {names} leave no room for a node", True)
+            detail = f"limits on {', '.join(dims)} leave no room for a node"
+            return Rejection(
+                m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
+            )
         return kept
+
+    def _reserve(self, draft: Draft, before: np.ndarray | None) -> None:
+        """Account a new NodeClaim's reservation of its pool's limits (``before`` None), or
+        the change of one whose candidate types narrowed from reserving ``before``."""
+        pool = draft.pool
+        if not pool.limits:
+            return
+        count, reserved = self._reserved.get(pool.name, (0, [0] * len(pool.limit_dims.names)))
+        now = draft.reservation().tolist()
+        if before is None:
+            count, change = count + 1, now
+        else:
+            change = [a - b for a, b in zip(now, before.tolist(), strict=True)]
+        self._reserved[pool.name] = (count, [r + c for r, c in zip(reserved, change, strict=True)])
 
     # --- commit ---------------------------------------------------------------------
 
@@ -878,10 +930,12 @@ class _Solver:
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
             keep = fit.idx[fit.counts >= count]
+            before = target.reservation() if target.pool.limits else None
             target.add(fit.requirements, fit.signature, keep, group.vector, keys)
+            if before is not None:
+                self._reserve(target, before)
             target.ports |= group.ports
-            if target.pending:
-                self.topology.settle(target.pending, target.domains)
+            requirements, taints = target.requirements, target.pool.taints
         else:
             for d, amount in group.wanted:
                 target.free[d] -= amount * count
@@ -890,8 +944,8 @@ class _Solver:
                 target.volumes.setdefault(driver, set()).update(ids)
             for key in keys:
                 self.plan.existing[key] = target.node.name
-        pending = target.pending if isinstance(target, Draft) else None
-        self.topology.record(group.selecting, target.domains, count, pending)
+            requirements, taints = target.label_requirements, target.taints
+        self.topology.record(group.selecting, target.domains, count, requirements, taints)
         for tg in constraints.required_topology:
             if tg.kind == ANTI_AFFINITY:
                 self.topology.record_owner(tg, target.domains(tg.key), count)
@@ -899,6 +953,19 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+
+
+def _most_within_min_values(
+    pool: PoolCatalog, idx: np.ndarray, counts: np.ndarray, count: int
+) -> int:
+    """The most pods, up to ``count``, that leave candidate types (those with room for
+    that many) satisfying the pool's minValues; 0 when not even one does. Fewer pods
+    keep more types, so the rest open another NodeClaim, as Karpenter does."""
+    smaller = sorted({int(c) for c in counts if 0 < c < count}, reverse=True)
+    for k in (count, *smaller):
+        if pool.min_values_shortfall(idx[counts >= k]) is None:
+            return k
+    return 0
 
 
 def _is_free(group: _Group) -> bool:
@@ -914,6 +981,18 @@ def _is_free(group: _Group) -> bool:
         or group.volumes.requirements
         or group.selecting
     )
+
+
+# Reasons that say the pod does not target the pool at all: another pool's reason is the
+# more telling constraint of a pod no pool can take.
+_NOT_TARGETED = frozenset({m.TAINTS, m.NODE_AFFINITY})
+
+
+def _main_constraint(rejections: Sequence[Rejection]) -> str:
+    """The constraint a pod refused by every pool is reported under: that of the first
+    pool it targets (tolerates and matches), else the first pool's."""
+    targeted = [r for r in rejections if r.constraint not in _NOT_TARGETED]
+    return (targeted or rejections)[0].constraint
 
 
 def _refuse(plan: Plan, pods: Sequence[Pod], constraint: str, message: str) -> None:
@@ -967,19 +1046,72 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
     return domains_of
 
 
+def _price_rise(draft: Draft, fit: _Fit) -> Any:
+    """``rise(k)``: how much the draft's price goes up when it takes k pods of the fit
+    (its candidates by price; the cheapest with room for k pods sets the new price)."""
+    assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
+    prices = draft.pool.type_prices(fit.requirements, fit.signature)[fit.idx]
+    order = np.argsort(prices, kind="stable")
+    ranked = list(zip(prices[order].tolist(), fit.counts[order].tolist(), strict=True))
+    now = draft.price()
+
+    def rise(k: int) -> float:
+        return next((price - now for price, room in ranked if room >= k), np.inf)
+
+    return rise
+
+
+def _next_rise(rise: Any, taken: int) -> float:
+    """What one more pod of the group adds to a claim's price when it already took
+    ``taken`` (>= 1) of them, by ``rise`` from ``_price_rise``."""
+    return float(rise(taken + 1) - rise(taken))
+
+
+def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
+    """``price(key, requirements)``: per value of the zone or capacity type, (the cheapest
+    offering there of the draft's candidate types with room for ``requests``, how many
+    values of the other key offer it there); other keys have no prices. Among equally
+    empty domains a pod takes the cheapest, then the one with the fewest options, which
+    keeps the flexible domains for the pods that follow."""
+
+    def price(key: str, requirements: Requirements) -> dict[str, tuple[float, int]]:
+        if key not in (wk.ZONE, wk.CAPACITY_TYPE):
+            return {}
+        pool = draft.pool
+        room = (draft.free[draft.idx] - draft.used >= requests).all(axis=1)
+        prices = pool.offering_prices(requirements)[draft.idx[room]]  # [t, z, c]
+        by_domain = prices.min(axis=0, initial=np.inf)  # [z, c]
+        if key == wk.CAPACITY_TYPE:
+            by_domain = by_domain.T
+        names = pool.zones if key == wk.ZONE else pool.capacity_types
+        cheapest = by_domain.min(axis=1, initial=np.inf).tolist()
+        options = np.isfinite(by_domain).sum(axis=1).tolist()
+        return dict(zip(names, zip(cheapest, options, strict=True), strict=True))
+
+    return price
+
+
 def _pin(
-    requirements: Requirements, domains: dict[str, list[str]], constraints: PodConstraints
+    requirements: Requirements,
+    domains: dict[str, list[str]],
+    constraints: PodConstraints,
+    price: Any,
 ) -> Requirements:
-    """Narrow the draft to the chosen domains: one domain for keys the pod's own
-    constraints use (the emptiest by its spread counts), the allowed set otherwise."""
-    own = {tg.key: tg for tg in constraints.topology}
+    """Narrow the draft to the chosen domains: one domain where the pod's own constraints
+    need one (see ``_single_domain``; the emptiest by its spread counts, then by
+    ``price``), the allowed set otherwise."""
+    own: dict[str, list[TopologyGroup]] = {}
+    for tg in constraints.topology:
+        own.setdefault(tg.key, []).append(tg)
     out = requirements
     for key, values in domains.items():
         if key == wk.HOSTNAME:
             continue
-        if key in own:
-            counts = own[key].counts
-            values = [min(values, key=lambda v: (counts.get(v, 0), v))]
+        groups = own.get(key, ())
+        if any(_single_domain(tg, constraints) for tg in groups):
+            counts, prices = groups[0].counts, price(key, out)  # consistent with earlier pins
+            offered = [v for v in values if prices.get(v, (0.0, 0))[0] < np.inf] or values
+            values = [min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))]
         current = requirements.get(key)
         if current is not None and not current.complement and current.values == set(values):
             continue
@@ -987,3 +1119,16 @@ def _pin(
             out = requirements.copy()
         out.add(Requirement.new(key, IN, values))
     return out
+
+
+def _single_domain(group: TopologyGroup, constraints: PodConstraints) -> bool:
+    """Whether a NodeClaim taking a pod that owns ``group`` is pinned to one domain of its
+    key. As in Karpenter: a spread always (its counts need the domain), an affinity when it
+    bootstraps (no matching pod anywhere yet), otherwise the allowed domains stay open.
+    Unlike Karpenter, a required anti-affinity pins too, so the next pod of the group
+    still finds an empty domain (docs/compatibility.md)."""
+    if group.kind == SPREAD:
+        return True
+    if group.kind == AFFINITY:
+        return not any(group.counts.values())
+    return group in constraints.required_topology

@@ -17,6 +17,7 @@ from typing import Any
 
 from joiner.api import labels as wk
 from joiner.api.requirements import Requirements
+from joiner.scheduling import messages as msg
 from joiner.scheduling.model import (
     POD_AFFINITY,
     POD_ANTI_AFFINITY,
@@ -45,6 +46,7 @@ class TopologyGroup:
     min_domains: int | None = None
     honor_node_affinity: bool = True
     honor_taints: bool = False
+    node_filter: NodeFilter | None = None  # spread: which nodes' pods count
     counts: dict[str, int] = field(default_factory=dict)
     owners: dict[str, int] = field(default_factory=dict)  # anti-affinity: owners' domains
 
@@ -52,12 +54,34 @@ class TopologyGroup:
         in_namespace = self.namespaces is None or namespace in self.namespaces
         return in_namespace and self.selector.matches(labels)
 
+    def counts_on(self, requirements: Requirements, taints: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether a matching pod on a node with these requirements (labels) and taints
+        counts for the skew (always, unless the spread's node filter excludes the node)."""
+        return self.node_filter is None or self.node_filter.admits(requirements, taints)
+
     @property
     def constraint(self) -> str:
         return _CONSTRAINT_NAME[self.kind]
 
-    def describe(self) -> str:
-        return f"{self.kind} on {self.key}"
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """The nodes whose pods a spread constraint counts, as kube-scheduler and Karpenter
+    decide them: with nodeAffinityPolicy Honor, nodes compatible with the owner's
+    nodeSelector and one of its required node-affinity terms (``terms``); with
+    nodeTaintsPolicy Honor, nodes whose taints the owner tolerates (``tolerations``)."""
+
+    terms: tuple[Requirements, ...] = ()
+    tolerations: tuple[Mapping[str, Any], ...] | None = None
+
+    def admits(self, requirements: Requirements, taints: Sequence[Mapping[str, Any]]) -> bool:
+        if self.terms and not any(requirements.is_compatible(term) for term in self.terms):
+            return False
+        return self.tolerations is None or untolerated(self.tolerations, taints, False) is None
+
+    def identity(self) -> tuple:
+        terms = tuple(repr(term.to_dicts()) for term in self.terms)
+        return (terms, repr(self.tolerations))
 
 
 @dataclass(slots=True)
@@ -79,6 +103,7 @@ class Topology:
         # key -> domain -> taint lists of the pools/nodes offering that domain
         self._domain_sources = domain_sources
         self._nodes = nodes
+        self._node_labels = [Requirements.from_labels(node.labels) for node in nodes]
         # a new node is an empty hostname domain, so the hostname skew floor is 0
         self._new_nodes_possible = new_nodes_possible
         self._groups: dict[tuple, TopologyGroup] = {}
@@ -98,6 +123,7 @@ class Topology:
         min_domains: int | None = None,
         honor_node_affinity: bool = True,
         honor_taints: bool = False,
+        node_filter: NodeFilter | None = None,
     ) -> TopologyGroup:
         key = wk.normalize_key(key)
         identity = (
@@ -109,6 +135,7 @@ class Topology:
             min_domains,
             honor_node_affinity,
             honor_taints,
+            node_filter.identity() if node_filter is not None else None,
         )
         found = self._groups.get(identity)
         if found is None:
@@ -121,15 +148,16 @@ class Topology:
                 min_domains,
                 honor_node_affinity,
                 honor_taints,
+                node_filter,
             )
             self._groups[identity] = found
             self._count_existing(found)
         return found
 
     def _count_existing(self, group: TopologyGroup) -> None:
-        for node in self._nodes:
+        for node, labels in zip(self._nodes, self._node_labels, strict=True):
             domain = node_domain(node, group.key)
-            if domain is None:
+            if domain is None or not group.counts_on(labels, node.taints):
                 continue
             for pod in node.pods:
                 if group.selects(namespace_of(pod), labels_of(pod)):
@@ -191,12 +219,10 @@ class Topology:
         candidates: Sequence[str],
         self_match: bool,
         eligible: frozenset[str],
-        pending: int = 0,
     ) -> list[str] | Rejection:
-        """The candidate domains a pod owning ``group`` may go to; ``pending`` matching
-        pods already on the target land in the same domain."""
+        """The candidate domains a pod owning ``group`` may go to."""
         if group.kind == SPREAD:
-            return self._allowed_spread(group, candidates, int(self_match) + pending, eligible)
+            return self._allowed_spread(group, candidates, int(self_match), eligible)
         counts = group.counts
         if group.kind == AFFINITY:
             allowed = [d for d in candidates if counts.get(d, 0) > 0]
@@ -204,13 +230,15 @@ class Topology:
                 allowed = list(candidates)  # the first pod of a self-affine group
             if allowed:
                 return allowed
-            return Rejection(POD_AFFINITY, f"no matching pod in this {group.key} domain", False)
+            reason = msg.unsatisfiable_topology(POD_AFFINITY, group.key)
+            return Rejection(POD_AFFINITY, msg.detailed(reason, "no matching pod"), False)
         allowed = [d for d in candidates if counts.get(d, 0) == 0]
         if allowed:
             return allowed
+        reason = msg.unsatisfiable_topology(POD_ANTI_AFFINITY, group.key)
         return Rejection(
             POD_ANTI_AFFINITY,
-            f"a matching pod already runs in this {group.key} domain",
+            msg.detailed(reason, "a matching pod already runs in every domain"),
             group.key == wk.HOSTNAME,
         )
 
@@ -236,9 +264,10 @@ class Topology:
         ]
         if allowed:
             return allowed
+        reason = msg.unsatisfiable_topology(TOPOLOGY_SPREAD, group.key)
         return Rejection(
             TOPOLOGY_SPREAD,
-            f"maxSkew {group.max_skew} on {group.key} would be exceeded",
+            msg.detailed(reason, f"maxSkew {group.max_skew} would be exceeded"),
             hostname and self._new_nodes_possible,
         )
 
@@ -258,27 +287,23 @@ class Topology:
         selecting: Sequence[TopologyGroup],
         domain_of: Callable[[str], list[str]],
         count: int,
-        pending: dict[TopologyGroup, int] | None = None,
+        requirements: Requirements,
+        taints: Sequence[Mapping[str, Any]],
     ) -> None:
         """Count ``count`` pods placed on a target whose possible domains per key are
-        ``domain_of(key)``: anti-affinity in every possible domain (the pod may land in any
-        of them); spread and affinity where the domain is known, else in ``pending`` until
-        the target is pinned to one domain (see ``settle``)."""
+        ``domain_of(key)`` and whose requirements (labels) and taints are these:
+        anti-affinity in every possible domain (the pods may land in any of them); spread
+        and affinity only where the domain is known, as Karpenter does (a pod on a
+        NodeClaim whose domain is decided later is not counted), and for a spread only
+        on the nodes its filter admits."""
         for group in selecting:
             domains = domain_of(group.key)
             if group.kind != ANTI_AFFINITY and len(domains) != 1:
-                if pending is not None:
-                    pending[group] = pending.get(group, 0) + count
+                continue
+            if not group.counts_on(requirements, taints):
                 continue
             for domain in domains:
                 group.counts[domain] = group.counts.get(domain, 0) + count
-
-    @staticmethod
-    def settle(pending: dict[TopologyGroup, int], domain_of: Callable[[str], list[str]]) -> None:
-        """Count the pending pods of every group whose key now has a single domain."""
-        for group in [g for g in pending if len(domain_of(g.key)) == 1]:
-            domain = domain_of(group.key)[0]
-            group.counts[domain] = group.counts.get(domain, 0) + pending.pop(group)
 
 
 def node_domain(node: ExistingNode, key: str) -> str | None:

@@ -25,13 +25,16 @@ from joiner.kube.memory import MemoryKube
 from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
+from joiner.sim.bounds import BoundReached, Budget
 from joiner.sim.cloud import SimCloud, build_cloud
 from joiner.sim.faults import Faults
+from joiner.sim.heap import full_collections_spaced
 from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
 from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
 from joiner.sim.podindex import PodIndex
+from joiner.sim.progress import REPORT_INTERVAL, Progress, Reporter
 from joiner.sim.restart import Restarts
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
@@ -56,13 +59,9 @@ from joiner.sim.workloads import Workloads, is_active
 from joiner.state.feed import DrainFeed
 
 SIM_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: budgets' cron schedules read it
-MAX_RECONCILES_PER_INSTANT = 200_000
+EVENT_TTL = 3600.0  # kube-apiserver's --event-ttl default: the store holds an hour of Events
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "Job", "DaemonSet")
 WORLD_KINDS = (*WORKLOAD_KINDS, "Pod", "Node", "NodeClaim", "Event")
-
-
-class SimulationError(RuntimeError):
-    """The simulated world stopped making sense (a bug, not a scenario problem)."""
 
 
 class World:
@@ -78,9 +77,11 @@ class World:
     ) -> None:
         self.kube, self.cloud, self.observer = kube, cloud, observer
         self.manager = Manager(clock, pump=self.pump)
+        # Reconcilers the engine runs only once everything else at the instant is done.
+        self.after_quiet = Manager(clock, pump=self.pump)
         self.pods = observer.pods  # fed below, before anything that reads it runs
         self.workloads = Workloads(kube, self.pods)
-        self.scheduler = KubeScheduler(kube, self.pods, observer.nodes)
+        self.scheduler = KubeScheduler(kube, clock, self.pods, observer.nodes)
         self.kubelet = Kubelet(
             kube,
             clock,
@@ -91,8 +92,13 @@ class World:
             enqueue=lambda key, delay: self.manager.enqueue(Kubelet.name, key, delay),
         )
         self.timers = Timers()
-        for reconciler in (self.workloads, self.scheduler, self.kubelet, self.timers):
+        for reconciler in (self.kubelet, self.timers):
             self.manager.register(reconciler)
+        # A workload controller counts its pods, the kube-scheduler tries every pending
+        # pod: once per instant, after the burst of changes (pods deleted one by one by
+        # the kubelet, nodes joining together) rather than once per change in it.
+        for reconciler in (self.workloads, self.scheduler):
+            self.after_quiet.register(reconciler)
         self.feed = DrainFeed(kube, WORLD_KINDS, self.handle, lambda kind: None)
 
     def pump(self) -> int:
@@ -103,7 +109,7 @@ class World:
 
     def _on_workload(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type != "DELETED":
-            self.manager.enqueue(Workloads.name, _workload_key(obj))
+            self.after_quiet.enqueue(Workloads.name, _workload_key(obj))
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         self.pods.apply(event_type, pod)
@@ -113,20 +119,28 @@ class World:
         for owner in owners if event_type != "MODIFIED" or not is_active(pod) else ():
             if owner.get("kind") in WORKLOAD_KINDS:
                 key = f"{owner['kind']}/{pod['metadata']['namespace']}/{owner['name']}"
-                self.manager.enqueue(Workloads.name, key)
-        if kubescheduler.wakes_it(event_type, pod):
-            self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
+                self.after_quiet.enqueue(Workloads.name, key)
+        if self.scheduler.on_pod(event_type, pod):
+            self._wake_scheduler()
         for key, delay in self.kubelet.keys_for_pod(event_type, pod):
             self.manager.enqueue(Kubelet.name, key, delay)
 
     def _on_node(self, event_type: str, node: dict[str, Any]) -> None:
         self.observer.on_node(event_type, node)
+        if self.scheduler.on_node(event_type, node):
+            self._wake_scheduler()
         if event_type == "DELETED":
             return  # its pods: the pod garbage collector's (the store's), as on a cluster
-        self.manager.enqueue(KubeScheduler.name, kubescheduler.KEY)
         if not node["metadata"].get("deletionTimestamp"):  # taints change as nodes start
             for ds in self.kube.list("DaemonSet").items:
-                self.manager.enqueue(Workloads.name, _workload_key(ds))
+                self.after_quiet.enqueue(Workloads.name, _workload_key(ds))
+
+    def _wake_scheduler(self) -> None:
+        self.after_quiet.enqueue(KubeScheduler.name, kubescheduler.KEY)
+
+    def next_due(self) -> float | None:
+        times = [t for t in (self.manager.next_due(), self.after_quiet.next_due()) if t is not None]
+        return min(times, default=None)
 
     def _on_nodeclaim(self, event_type: str, claim: dict[str, Any]) -> None:
         self.observer.on_nodeclaim(event_type, claim)
@@ -135,8 +149,19 @@ class World:
                 self.manager.enqueue(Kubelet.name, key, delay)
 
     def _on_event(self, event_type: str, event: dict[str, Any]) -> None:
-        if event_type == "ADDED":
-            self.observer.on_event(event)
+        self.observer.on_event(event_type, event)
+        if event_type == "ADDED":  # the API server keeps Events for EVENT_TTL
+            meta = event["metadata"]
+            self.timers.schedule(
+                self.manager,
+                f"event-ttl/{meta['namespace']}/{meta['name']}",
+                EVENT_TTL,
+                lambda: self._expire_event(meta["name"], meta["namespace"]),
+            )
+
+    def _expire_event(self, name: str, namespace: str) -> None:
+        with contextlib.suppress(NotFound):
+            self.kube.delete("Event", name, namespace)
 
 
 class Timers:
@@ -178,9 +203,15 @@ def operator_options(scenario: Scenario) -> OperatorOptions:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, seed: int = 0) -> None:
+    def __init__(self, scenario: Scenario, seed: int = 0, progress: Reporter | None = None) -> None:
+        """``progress`` is called every so often while the run goes on (see
+        ``joiner.sim.progress``)."""
         self.scenario = scenario
         self.clock = FakeClock(SIM_START)
+        self.budget = Budget(scenario.limits)
+        self.progress = progress
+        self._where = "spec.objects"  # the part of the scenario being run
+        self._reported = -REPORT_INTERVAL
         # The operator's state and the emulated cluster only read what their watches
         # deliver: one thawed object serves both.
         self.kube = MemoryKube(self.clock, seed=seed, share_watched_objects=True)
@@ -234,7 +265,8 @@ class Simulation:
 
     def run(self) -> SimulationResult:
         try:
-            return self._run()
+            with full_collections_spaced():
+                return self._run()
         finally:
             self.close()
 
@@ -250,6 +282,7 @@ class Simulation:
         self._run_instant()
         records = [self._step(step) for step in self.scenario.steps]
         self._run_instant()
+        self._report_progress(force=True)
         return SimulationResult(
             scenario=self.scenario.name,
             steps=records,
@@ -260,6 +293,7 @@ class Simulation:
         )
 
     def _step(self, step: Step) -> StepRecord:
+        self._where = step.location
         failures: list[str] = []
         unsettled: str | None = None
         if isinstance(step, ApplyStep):
@@ -313,7 +347,7 @@ class Simulation:
                 t
                 for t in (
                     self.operator.manager.next_due(),
-                    self.world.manager.next_due(),
+                    self.world.next_due(),
                     self.kube.next_due(),  # kube-controller-manager's work
                 )
                 if t is not None
@@ -333,7 +367,7 @@ class Simulation:
             self.clock.set(target)
 
     def _run_instant(self) -> None:
-        total = 0
+        self.budget.new_instant()
         while True:
             if self.restarts.due:
                 self.restart_operator()
@@ -344,15 +378,44 @@ class Simulation:
                 + self.world.manager.run_due()
                 + self.kube.run_controllers()
             )
+            if not ran:  # quiet: now what waits for the rest (the kube-scheduler)
+                ran = self.world.after_quiet.run_due(limit=1)
             if not ran and not self.restarts.due:
                 if self.after_instant is not None:
                     self.after_instant()
                 return
-            total += ran
-            if total > MAX_RECONCILES_PER_INSTANT:
-                raise SimulationError(
-                    f"no quiescence at t={self.observer.elapsed():.0f}s after {total} steps"
-                )
+            self._charge(ran)
+
+    def _charge(self, steps: int) -> None:
+        """Count steps against the budget; stop the run when a bound is reached."""
+        exceeded = self.budget.charge(
+            steps, self.observer.pods.count(), len(self.operator.state.nodeclaims)
+        )
+        if exceeded is not None:
+            in_flight = ", ".join(self._in_flight()) or "nothing in flight"
+            raise BoundReached(
+                f"{self._where}: did not converge: {exceeded} at "
+                f"t={format_duration(self.observer.elapsed())} of virtual time, after "
+                f"{self.budget.steps:,} steps and {self.budget.wall_seconds():.0f}s ({in_flight})"
+            )
+        self._report_progress()
+
+    def _report_progress(self, force: bool = False) -> None:
+        """Tell the progress reporter where the run is, at most every REPORT_INTERVAL."""
+        wall = self.budget.wall_seconds()
+        if self.progress is None or (not force and wall - self._reported < REPORT_INTERVAL):
+            return
+        self._reported = wall
+        self.progress(
+            Progress(
+                virtual_seconds=self.observer.elapsed(),
+                virtual_bound=self.scenario.max_virtual_seconds,
+                steps=self.budget.steps,
+                pending_pods=self.observer.pods.pending_count(),
+                wall_seconds=wall,
+                where=self._where,
+            )
+        )
 
     def _operator_may_proceed(self) -> bool:
         return self.restarts.proceed(self.operator.manager.reconcile_count)

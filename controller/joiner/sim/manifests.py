@@ -25,6 +25,7 @@ from joiner.kube.decoding import decode_body
 from joiner.kube.jsondata import clone
 from joiner.kube.resources import Registry, default_registry
 from joiner.kube.selectors import selector_from_label_selector
+from joiner.sim.bounds import MAX_PODS, too_many_pods
 
 # The kinds the simulated world acts on, in the order the docs list them.
 EMULATED_KINDS: tuple[str, ...] = (
@@ -231,6 +232,21 @@ def _check_int_or_percent(value: Any, path: str) -> None:
 def _check_count(value: Any, path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ManifestError(f"{path}: must be a non-negative integer, got {value!r}")
+    if value > MAX_PODS:
+        raise ManifestError(f"{path}: {too_many_pods(value)}")
+
+
+def pods_asked(manifest: Mapping[str, Any]) -> int:
+    """How many pods a (checked) manifest asks to run at once: a Deployment's or
+    ReplicaSet's replicas, a Job's parallelism (not beyond its completions), a Pod
+    itself. DaemonSets follow the nodes and ask for none of their own."""
+    kind, spec = manifest["kind"], _spec(manifest)
+    if kind in ("Deployment", "ReplicaSet"):
+        return int(spec.get("replicas", 1))
+    if kind == "Job":
+        parallelism = int(spec.get("parallelism", 1))
+        return min(parallelism, int(spec.get("completions", parallelism)))
+    return 1 if kind == "Pod" else 0
 
 
 def _spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -62,6 +62,10 @@ class Observer:
         self._nodes: dict[str, dict[str, Any]] = {}
         self._views: dict[str, _KnownView] = {}  # by node name, see _node_view
         self._claim_providers: dict[str, str] = {}
+        # the record of each (kind, name, reason, message), and what each Event object
+        # (by uid) has counted so far
+        self._event_records: dict[tuple[str, str, str, str], EventRecord] = {}
+        self._event_counts: dict[str, int] = {}
 
     def elapsed(self) -> float:
         return self.clock.now() - self.start
@@ -130,20 +134,33 @@ class Observer:
         """The Nodes as the watch last delivered them, in list order. Do not change them."""
         return [self._nodes[name] for name in sorted(self._nodes)]
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event_type: str, event: dict[str, Any]) -> None:
+        """Record an Event as it is created and as its count goes up. Repeats of the
+        same object, reason and message fold into the first record with a count, as the
+        API server's event aggregation does, so the log grows with what happened, not
+        with how often a controller said it again."""
+        uid = event["metadata"].get("uid", "")
+        if event_type == "DELETED":  # expired (the API server's event TTL): told already
+            self._event_counts.pop(uid, None)
+            return
+        count = int(event.get("count") or 1)
+        added = count - self._event_counts.get(uid, 0)
+        self._event_counts[uid] = count
+        if added <= 0:
+            return
         involved = event.get("involvedObject") or {}
-        reason = event.get("reason", "")
-        self.events.append(
-            EventRecord(
-                time=self.elapsed(),
-                kind=involved.get("kind", ""),
-                name=involved.get("name", ""),
-                reason=reason,
-                message=event.get("message", ""),
-            )
-        )
+        reason, message = event.get("reason", ""), event.get("message", "")
+        key = (involved.get("kind", ""), involved.get("name", ""), reason, message)
+        record = self._event_records.get(key)
+        if record is None:
+            record = EventRecord(self.elapsed(), *key, count=added)
+            self._event_records[key] = record
+            self.events.append(record)
+        else:
+            record.count += added
+            record.last_time = self.elapsed()
         if reason == "Evicted":
-            self.totals.evictions += 1
+            self.totals.evictions += added
 
     def operator_restarted(self, operator: Operator) -> None:
         """Pending reasons now come from the fresh operator; the restart is an event."""

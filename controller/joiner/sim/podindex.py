@@ -61,6 +61,10 @@ class PodIndex:
     def pending_count(self) -> int:
         return len(self._pending)
 
+    def count(self) -> int:
+        """Every pod known, whatever its phase."""
+        return len(self._pods)
+
     def nodes_with_pods(self) -> set[str]:
         """The names of the nodes some unfinished pod is bound to."""
         return {node for node, keys in self._by_node.items() if keys}

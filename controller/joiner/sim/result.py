@@ -186,11 +186,15 @@ class NodeClaimRecord:
 
 @dataclass
 class EventRecord:
-    time: float
+    """One event, or every repeat of it: the same object, reason and message."""
+
+    time: float  # the first time it happened
     kind: str  # the kind of the object the event is about
     name: str
     reason: str
     message: str
+    count: int = 1  # how many times it happened
+    last_time: float | None = None  # the last time (None: only at ``time``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -199,6 +203,8 @@ class EventRecord:
             "name": self.name,
             "reason": self.reason,
             "message": self.message,
+            "count": self.count,
+            "lastTime": float(self.time if self.last_time is None else self.last_time),
         }
 
 

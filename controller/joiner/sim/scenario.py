@@ -26,7 +26,8 @@ from joiner.api.duration import DurationError, format_duration, parse_duration
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
-from joiner.sim.manifests import ManifestError, ObjectRef, check_manifest, identify
+from joiner.sim.bounds import MAX_PODS, MAX_STEPS, MAX_WALL_SECONDS, Limits, too_many_pods
+from joiner.sim.manifests import ManifestError, ObjectRef, check_manifest, identify, pods_asked
 from joiner.sim.result import NodeClaimRecord, NodeView, Snapshot
 from joiner.state.cluster import WATCHED_KINDS
 
@@ -334,6 +335,7 @@ class Scenario:
     objects: tuple[Mapping[str, Any], ...]
     steps: tuple[Step, ...]
     source: Path | None = None  # the file it came from, when it came from one
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def max_virtual_seconds(self) -> float:
@@ -398,21 +400,79 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     _keys(metadata, "metadata", ("name", "labels", "annotations"))
     name = _string(metadata.get("name"), "metadata.name")
     spec = _mapping(root.get("spec"), "spec")
-    _keys(spec, "spec", ("cluster", "cloud", "settings", "nodes", "objects", "steps"))
+    _keys(spec, "spec", ("cluster", "cloud", "settings", "nodes", "objects", "steps", "limits"))
     cluster = _cluster(spec.get("cluster"))
     cloud = _cloud(spec.get("cloud"), base_dir)
     settings = _settings(spec.get("settings"))
     nodes = _static_nodes(spec.get("nodes"), cluster, cloud)
-    known: set[ObjectRef] = set()
+    known: dict[ObjectRef, int] = {}
     objects = _manifests(spec.get("objects") or [], "spec.objects", known, allow_empty=True)
+    _check_pods_asked(known, "spec.objects")
     steps = _steps(spec.get("steps"), cluster, cloud, known)
+    _check_node_lifetimes(objects, steps, cloud)
+    limits = _limits(spec.get("limits"))
     interrupt = next((s for s in steps if isinstance(s, InterruptStep)), None)
     if cloud.enforce_iam and interrupt is not None:
         raise ScenarioError(
             f"spec.steps[{interrupt.index}].interrupt: not with spec.cloud.enforceIAM (the "
             "simulated interruption queue and its events are not principals of the account)"
         )
-    return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source)
+    return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source, limits)
+
+
+def _limits(raw: Any) -> Limits:
+    where = "spec.limits"
+    entry = _mapping(raw if raw is not None else {}, where)
+    _keys(entry, where, ("wallTime", "steps"))
+    limits = Limits()
+    wall = limits.wall_seconds
+    if entry.get("wallTime") is not None:
+        wall = _duration(entry["wallTime"], f"{where}.wallTime")
+        if wall > MAX_WALL_SECONDS:
+            raise ScenarioError(
+                f"{where}.wallTime: must be at most {format_duration(MAX_WALL_SECONDS)}, "
+                f"got {entry['wallTime']!r}"
+            )
+    steps = limits.steps
+    if entry.get("steps") is not None:
+        steps = _count(entry["steps"], f"{where}.steps", minimum=1, maximum=MAX_STEPS)
+    return Limits(wall_seconds=wall, steps=steps)
+
+
+def _check_node_lifetimes(
+    objects: Sequence[Mapping[str, Any]], steps: Sequence[Step], cloud: CloudSpec
+) -> None:
+    """A node that expires before it is Ready never runs a pod, and its replacement
+    expires too: the run would replace nodes for ever. Refuse such an expireAfter."""
+    startup = cloud.launch_delay + cloud.ready_delay
+    located = [(f"spec.objects[{i}]", m) for i, m in enumerate(objects)]
+    for step in steps:
+        if isinstance(step, ApplyStep):
+            located += [(f"{step.location}.apply[{i}]", m) for i, m in enumerate(step.manifests)]
+    for where, manifest in located:
+        path, spec = _expiry_of(manifest)
+        expire_after = spec.get("expireAfter") if isinstance(spec, Mapping) else None
+        if not isinstance(expire_after, str):
+            continue
+        seconds = parse_duration(expire_after)  # checked with the manifest
+        if seconds is not None and seconds <= startup:
+            raise ScenarioError(
+                f"{where} ({manifest['kind']}/{manifest['metadata']['name']}): {path}: "
+                f"{expire_after} is not longer than a node takes to start here "
+                f"(spec.cloud.launchDelay + readyDelay = {format_duration(startup)}): every "
+                "node would expire before it runs a pod, and be replaced for ever"
+            )
+
+
+def _expiry_of(manifest: Mapping[str, Any]) -> tuple[str, Any]:
+    """Where a NodePool or NodeClaim keeps expireAfter, and the mapping holding it."""
+    spec = manifest.get("spec") or {}
+    if manifest["kind"] == "NodePool":
+        template = (spec.get("template") or {}) if isinstance(spec, Mapping) else {}
+        return "spec.template.spec.expireAfter", (template.get("spec") or {})
+    if manifest["kind"] == "NodeClaim":
+        return "spec.expireAfter", spec
+    return "", {}
 
 
 def _cluster(raw: Any) -> ClusterSpec:
@@ -652,14 +712,15 @@ def _taints(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
 
 
 def _manifests(
-    raw: Any, where: str, known: set[ObjectRef], allow_empty: bool = False
+    raw: Any, where: str, known: dict[ObjectRef, int], allow_empty: bool = False
 ) -> tuple[Mapping[str, Any], ...]:
-    """Check every manifest and add what it creates to ``known``. The manifests come back
+    """Check every manifest and add what it creates to ``known`` (with the pods it asks
+    for). The manifests come back
     with their namespace, defaulted as the API server does."""
     entries = _list(raw, where)
     if not entries and not allow_empty:
         raise ScenarioError(f"{where}: list at least one manifest")
-    seen: set[ObjectRef] = set()
+    seen: dict[ObjectRef, int] = {}
     manifests = []
     for index, manifest in enumerate(entries):
         at = f"{where}[{index}]"
@@ -670,11 +731,11 @@ def _manifests(
         named = f"{at} ({ref.kind}/{ref.name})"
         if ref in seen:
             raise ScenarioError(f"{named}: {ref} appears twice in this list")
-        seen.add(ref)
         try:
             check_manifest(manifest)
         except ManifestError as error:
             raise ScenarioError(f"{named}: {error}") from None
+        seen[ref] = pods_asked(manifest)
         manifests.append(_in_namespace(manifest, ref.namespace))
     known.update(seen)
     return tuple(manifests)
@@ -700,7 +761,8 @@ class _StepContext:
     name: str | None
     cluster: ClusterSpec
     cloud: CloudSpec
-    known: set[ObjectRef]  # objects that exist at this step; apply and delete update it
+    # objects that exist at this step and the pods each asks for; steps update it
+    known: dict[ObjectRef, int]
 
     def common(self) -> dict[str, Any]:
         """The fields every Step has."""
@@ -711,7 +773,7 @@ _StepParser = Callable[[Any, str, _StepContext], Step]
 
 
 def _steps(
-    raw: Any, cluster: ClusterSpec, cloud: CloudSpec, known: set[ObjectRef]
+    raw: Any, cluster: ClusterSpec, cloud: CloudSpec, known: dict[ObjectRef, int]
 ) -> tuple[Step, ...]:
     where = "spec.steps"
     entries = _list(raw, where)
@@ -728,7 +790,7 @@ def _steps(
 
 
 def _step(
-    raw: Any, index: int, cluster: ClusterSpec, cloud: CloudSpec, known: set[ObjectRef]
+    raw: Any, index: int, cluster: ClusterSpec, cloud: CloudSpec, known: dict[ObjectRef, int]
 ) -> Step:
     where = f"spec.steps[{index}]"
     entry = _mapping(raw, where)
@@ -742,7 +804,19 @@ def _step(
             f"{where}: unknown action {action!r} (expected one of {', '.join(_STEP_PARSERS)})"
         )
     context = _StepContext(index, _step_name(entry, where), cluster, cloud, known)
-    return _STEP_PARSERS[action](entry[action], f"{where}.{action}", context)
+    step = _STEP_PARSERS[action](entry[action], f"{where}.{action}", context)
+    _check_pods_asked(known, f"{where}.{action}")
+    return step
+
+
+def _check_pods_asked(known: Mapping[ObjectRef, int], where: str) -> None:
+    """The simulator's cap on pods, over every workload that exists after ``where``."""
+    total = sum(known.values())
+    if total > MAX_PODS:
+        raise ScenarioError(
+            f"{where}: the workloads would ask for {total:,} pods at this point, more than "
+            f"the simulator's limit of {MAX_PODS:,}"
+        )
 
 
 def _step_name(entry: Mapping[str, Any], where: str) -> str | None:
@@ -763,7 +837,7 @@ def _delete(raw: Any, where: str, context: _StepContext) -> Step:
     targets = []
     for index, item in enumerate(entries):
         target = _object_ref(item, f"{where}[{index}]", context.known, kinds=None)
-        context.known.discard(target)
+        context.known.pop(target, None)
         targets.append(target)
     return DeleteStep(targets=tuple(targets), **context.common())
 
@@ -771,13 +845,16 @@ def _delete(raw: Any, where: str, context: _StepContext) -> Step:
 def _scale(raw: Any, where: str, context: _StepContext) -> Step:
     target = _object_ref(raw, where, context.known, kinds=SCALABLE_KINDS, extra=("replicas",))
     replicas = _count(_mapping(raw, where).get("replicas"), f"{where}.replicas")
+    if replicas > MAX_PODS:
+        raise ScenarioError(f"{where}.replicas: {too_many_pods(replicas)}")
+    context.known[target] = replicas
     return ScaleStep(target=target, replicas=replicas, **context.common())
 
 
 def _object_ref(
     raw: Any,
     where: str,
-    known: set[ObjectRef],
+    known: Mapping[ObjectRef, int],
     kinds: Sequence[str] | None,
     extra: tuple[str, ...] = (),
 ) -> ObjectRef:

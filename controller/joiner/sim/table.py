@@ -9,6 +9,7 @@ NodeClaims' lives, failed expectations and settle steps that did not settle.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 
 from joiner.sim.result import (
@@ -26,10 +27,13 @@ GIB = 2**30
 def render_table(result: SimulationResult) -> str:
     lines = _header(result)
     events = sorted(result.events, key=lambda e: e.time)
+    times = [e.time for e in events]
     previous_time = float("-inf")
     previous: Snapshot | None = None
     for step in result.steps:
-        during = [e for e in events if previous_time < e.time <= step.time]
+        # the events after the last step's time, up to this one's (a slice, not a scan
+        # of every event for every step)
+        during = events[bisect_right(times, previous_time) : bisect_right(times, step.time)]
         title = f"Step {step.index}: {step.action}" + (f" ({step.name})" if step.name else "")
         lines += ["", f"{title}, done at {format_time(step.time)}"]
         lines += _events(during)
@@ -39,7 +43,7 @@ def render_table(result: SimulationResult) -> str:
         if step.action == "settle":
             lines += _settle_outcome(step.unsettled)
         previous_time, previous = step.time, step.snapshot
-    after = [e for e in events if e.time > previous_time]
+    after = events[bisect_right(times, previous_time) :]
     if after:
         lines += ["", f"After the last step, until {format_time(result.final.time)}"]
         lines += _events(after)

@@ -69,6 +69,25 @@ def is_provisionable(pod: dict[str, Any]) -> bool:
     )
 
 
+def _node_provider(node: dict[str, Any] | None) -> str | None:
+    return (node.get("spec") or {}).get("providerID") if node is not None else None
+
+
+def _reindex(index: dict[str, list[str]], key: str, before: str | None, after: str | None) -> None:
+    """Move ``key`` from the providerID it had to the one it has. Each ID lists its
+    holders in the order they took it: the first is what a scan in order would find."""
+    if before == after:
+        return
+    if before:
+        holders = index.get(before, [])
+        if key in holders:
+            holders.remove(key)
+        if not holders:
+            index.pop(before, None)
+    if after:
+        index.setdefault(after, []).append(key)
+
+
 class ClusterState:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -85,6 +104,10 @@ class ClusterState:
         self.generation = 0  # bumps on every change, so callers can cache derived views
         self._joined: tuple[int, list[StateNode], dict[str, StateNode]] | None = None
         self._memo: tuple[int, dict[Hashable, Any]] = (-1, {})
+        # providerID -> Node key / NodeClaim name, kept as events arrive: every pod event
+        # asks for its node's NodeClaim (a providerID, once set, does not change)
+        self._node_by_provider: dict[str, list[str]] = {}
+        self._claim_by_provider: dict[str, list[str]] = {}
 
     # --- feeding ---------------------------------------------------------------
 
@@ -108,6 +131,8 @@ class ClusterState:
             self.objects[kind][key] = obj
         current = None if event_type == "DELETED" else obj
         self._update_typed(kind, key, current)
+        if kind == "Node":
+            _reindex(self._node_by_provider, key, _node_provider(previous), _node_provider(current))
         if kind == "Pod":
             self._index_pod(key, previous, current)
         self.generation += 1
@@ -121,11 +146,19 @@ class ClusterState:
         if typed is None:
             return
         store, model = typed
+        previous = store.get(key)
         if obj is None:
             store.pop(key, None)
             self.marked_for_deletion.discard(key)
         else:
             store[key] = model.from_dict(obj)
+        if kind == "NodeClaim":
+            _reindex(
+                self._claim_by_provider,
+                key,
+                previous.status.provider_id if previous is not None else None,
+                store[key].status.provider_id if obj is not None else None,
+            )
 
     def _index_pod(
         self, key: str, previous: dict[str, Any] | None, current: dict[str, Any] | None
@@ -206,24 +239,13 @@ class ClusterState:
 
     def node_by_provider_id(self, provider_id: str | None) -> dict[str, Any] | None:
         """The Node registered for an instance (None before registration)."""
-        if not provider_id:
-            return None
-        return next(
-            (
-                n
-                for n in self.nodes.values()
-                if (n.get("spec") or {}).get("providerID") == provider_id
-            ),
-            None,
-        )
+        keys = self._node_by_provider.get(provider_id) if provider_id else None
+        return self.nodes[keys[0]] if keys else None
 
     def nodeclaim_by_provider_id(self, provider_id: str | None) -> NodeClaim | None:
         """The NodeClaim that launched an instance."""
-        if not provider_id:
-            return None
-        return next(
-            (c for c in self.nodeclaims.values() if c.status.provider_id == provider_id), None
-        )
+        names = self._claim_by_provider.get(provider_id) if provider_id else None
+        return self.nodeclaims[names[0]] if names else None
 
     def state_node(self, name: str) -> StateNode | None:
         return self._join()[2].get(name)

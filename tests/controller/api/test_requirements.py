@@ -266,7 +266,7 @@ def test_intersection_leaves_both_sides_unchanged() -> None:
 def test_custom_keys_must_be_defined_unless_only_excluded() -> None:
     pool = reqs(req(IN, "x", key="defined"))
     assert (
-        pool.compatible(reqs(req(IN, "a"))) == "label 'example.com/team' does not have known values"
+        pool.compatible(reqs(req(IN, "a"))) == 'label "example.com/team" does not have known values'
     )
     assert pool.compatible(reqs(req(EXISTS))) is not None
     assert pool.compatible(reqs(req(GT, "1"))) is not None
@@ -293,7 +293,7 @@ def test_well_known_keys_may_be_undefined() -> None:
 def test_intersects_reports_the_first_conflict() -> None:
     pool = reqs(req(IN, "a", key="k1"), req(IN, "x", key="k2"))
     pod = reqs(req(IN, "b", key="k1"), req(IN, "y", key="k2"))
-    assert pool.intersects(pod) == "key k1: In ['b'] not in In ['a']"
+    assert pool.intersects(pod) == "key k1, k1 In [b] not in k1 In [a]"
     assert pool.is_compatible(pod) is False
     assert pool.intersects(reqs(req(IN, "a", key="k1"))) is None
 

@@ -4,6 +4,7 @@ time and memory; a settle step that does not settle is exit 2 too, and says so."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,85 @@ def test_a_settle_that_reaches_its_bound_fails_and_says_what_was_in_flight(
         "NodeClaims not yet initialized: 1",
         "",
     ]
+
+
+def _billion_replicas(document: dict[str, Any]) -> None:
+    document["spec"]["objects"][2]["spec"]["replicas"] = 1_000_000_000
+
+
+def _expire_after_a_second(document: dict[str, Any]) -> None:
+    document["spec"]["objects"][1]["spec"]["template"]["spec"]["expireAfter"] = "1s"
+
+
+@pytest.mark.parametrize(
+    ("steps", "edit", "message"),
+    [
+        (
+            scaled(1_000_000_000),
+            None,
+            "spec.steps[0].scale.replicas: must be at most 50,000 (the simulator's limit on "
+            "pods), got 1,000,000,000",
+        ),
+        (
+            None,
+            _billion_replicas,
+            "spec.objects[2] (Deployment/app): spec.replicas: must be at most 50,000 (the "
+            "simulator's limit on pods), got 1,000,000,000",
+        ),
+        (
+            None,
+            _expire_after_a_second,
+            "spec.objects[1] (NodePool/default): spec.template.spec.expireAfter: 1s is not "
+            "longer than a node takes to start here (spec.cloud.launchDelay + readyDelay = "
+            "40s): every node would expire before it runs a pod, and be replaced for ever",
+        ),
+    ],
+    ids=["scale-step", "deployment", "expire-after"],
+)
+def test_inputs_that_would_never_end_are_refused_before_running(
+    tmp_path: Path,
+    steps: list[dict[str, Any]] | None,
+    edit: Callable[[dict[str, Any]], None] | None,
+    message: str,
+) -> None:
+    """The issue's adversarial inputs: a billion replicas (memory without bound before)
+    and nodes expiring before they start (churn without end before) are one line on
+    standard error and exit 2, within the child's memory cap."""
+    document = yaml.safe_load(scenario(steps=steps))
+    if edit is not None:
+        edit(document)
+    path = tmp_path / "adversarial.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    done = run_joiner("simulate", str(path))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"joiner simulate: {path}: {message}\n"
+
+
+def test_a_run_that_reaches_a_bound_is_exit_3_naming_the_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(scenario(steps=scaled(3, {"name": "wait", "settle": "5m"})))
+    document["spec"]["limits"] = {"steps": 40}
+    path = tmp_path / "bounded.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert main(["simulate", str(path), "--output", "json"]) == 3
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(
+        f"joiner simulate: {path}: spec.steps[1] (wait): did not converge: the step budget "
+        "(spec.limits.steps: 40) ran out at t=11s of virtual time, after 41 steps and "
+    )  # then the wall time it took
+    assert err.endswith("s (pending pods: 3, NodeClaims not yet initialized: 1)\n")
+
+
+def test_help_states_the_exit_codes_and_the_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "exit status: 0 done, every expect held and every settle settled; 1 an expect "
+        "failed; 2 invalid scenario (the message names the field) or a settle that did not "
+        "settle; 3 the run reached a bound and did not converge (spec.limits.wallTime, "
+        "default 10m; spec.limits.steps, default 10,000,000; 10,000 NodeClaims at once; an "
+        "instant that never ends). Workloads may ask for at most 50,000 pods."
+    ) in text

@@ -136,8 +136,8 @@ def test_unplaceable_pod_gets_failed_scheduling_and_no_nodeclaim():
     [event] = h.kube.list("Event").items
     assert event["type"] == "Warning"
     assert event["message"] == (
-        "Failed to schedule pod, resources: nodepool 'default': no instance type has room "
-        "for cpu=16, memory=256Mi, pods=1 (pod + daemonsets)"
+        "Failed to schedule pod, no instance type has enough resources, requests cpu=16, "
+        "memory=256Mi, pods=1 (pod + daemonsets), nodepool=default"
     )
 
 
@@ -259,7 +259,7 @@ def test_pods_wait_for_a_ready_node_class_then_provision():
     [event] = h.kube.list("Event").items
     assert (event["reason"], event["message"]) == (
         "FailedScheduling",
-        "Failed to schedule pod, no nodepool: no nodepool can launch nodes",
+        "Failed to schedule pod, no nodepool can launch nodes",
     )
 
     h.install(ec2nodeclass())  # resolved Ready: the pending pod gets another batch

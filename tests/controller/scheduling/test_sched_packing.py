@@ -290,8 +290,8 @@ def test_limits_that_rule_out_every_type_big_enough_are_named_as_the_reason():
     (why,) = plan.unplaceable.values()
     assert why.constraint == POOL_LIMITS
     assert why.message == (
-        "nodepool 'default': limits on cpu leave no room for a node with "
-        "cpu=3, memory=1Gi, pods=1 (pod + daemonsets)"
+        "no instance type has enough resources, limits on cpu leave no room for a node with "
+        "cpu=3, memory=1Gi, pods=1 (pod + daemonsets), nodepool=default"
     )
     unlimited = run([pod("big", cpu="3", memory="1Gi")], types=[small, large])
     assert layout(unlimited) == [("eight", ["big"])]

@@ -97,7 +97,7 @@ def _assert_self_affinity_in_one_zone(plan, by_key) -> None:
     zones = defaultdict(set)
     for claim in plan.nodeclaims:
         for key in claim.pods:
-            value = by_key[key]["metadata"]["labels"].get("my-affinity")
+            value = by_key[key]["metadata"]["labels"].get("my-affininity")
             if value is not None:
                 zones[value].add(claim.labels.get(wk.ZONE))
     assert zones and all(len(z) == 1 and None not in z for z in zones.values())

@@ -312,7 +312,10 @@ def test_pod_affinity_without_any_matching_pod_fails():
     assert reasons(plan) == {"api": POD_AFFINITY}
 
 
-def test_preferred_pod_anti_affinity_is_relaxed_when_impossible():
+def test_preferred_zonal_anti_affinity_blocks_every_zone_its_claim_may_use():
+    """As in Karpenter: the first pod's NodeClaim keeps every empty zone open, so its
+    preference blocks them all and the other pods relax theirs onto the same claim
+    instead of paying for more nodes."""
     preferred = {
         "podAntiAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -322,7 +325,10 @@ def test_preferred_pod_anti_affinity_is_relaxed_when_impossible():
     }
     plan = run([_web(f"p{i}", affinity=preferred) for i in range(4)])
     assert plan.unplaceable == {}
-    assert sorted(_zones(plan).values()) == [1, 1, 2]
+    assert len(plan.nodeclaims) == 1
+    assert not any(
+        r["key"] == wk.ZONE and len(r["values"]) == 1 for r in plan.nodeclaims[0].requirements
+    )
 
 
 def test_preferred_pod_affinity_is_followed_when_possible():

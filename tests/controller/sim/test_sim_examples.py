@@ -18,6 +18,8 @@ def test_the_examples_are_there():
         "gpu.yaml",
         "limits.yaml",
         "node-repair.yaml",
+        "replicas-1000.yaml",
+        "replicas-10000.yaml",
         "restarts.yaml",
         "spot-interruption.yaml",
         "walkthrough.yaml",

@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 from joiner.clock import FakeClock
 from joiner.controllers.disruption.candidates import build_candidates
-from joiner.kube.memory import MemoryKube
 from joiner.scheduling.model import pod_key
 from joiner.scheduling.pods import pod_requests
 from joiner.sim.engine import Simulation
-from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.podindex import PodIndex, is_pending
 from joiner.sim.scenario import load_scenario
 from joiner.state.cluster import ClusterState
@@ -275,51 +273,3 @@ def test_pods_on_a_node_follow_binding_and_deletion():
     assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["a", "b"]
     state.apply("DELETED", _pod("b", node="n1", phase="Running"))
     assert [p["metadata"]["name"] for p in state.pods_on("n1")] == ["a"]
-
-
-def _node(name: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "10"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def test_kube_scheduler_updates_the_condition_when_its_message_changes():
-    """As kube-scheduler does: a pod that still does not fit after a node joined gets a new
-    message (a pod event, which is what wakes the provisioner again); an unchanged verdict
-    is not rewritten."""
-    kube = MemoryKube(FakeClock(0.0))
-    index = PodIndex()
-    scheduler = KubeScheduler(kube, index, lambda: kube.list("Node").items)
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "big", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]},
-        "status": {"phase": "Pending"},
-    }
-    kube.create(pod)
-    kube.create(_node("n1", "1"))
-
-    def message() -> str:
-        current = kube.get("Pod", "big", "default")
-        index.apply("MODIFIED", current)
-        return next(c["message"] for c in current["status"]["conditions"])
-
-    index.apply("ADDED", kube.get("Pod", "big", "default"))
-    scheduler.reconcile("schedule")
-    first = message()
-    assert first.startswith("0/1 nodes are available")
-    version = kube.get("Pod", "big", "default")["metadata"]["resourceVersion"]
-    scheduler.reconcile("schedule")
-    assert kube.get("Pod", "big", "default")["metadata"]["resourceVersion"] == version
-
-    kube.create(_node("n2", "2"))
-    scheduler.reconcile("schedule")
-    assert message().startswith("0/2 nodes are available")

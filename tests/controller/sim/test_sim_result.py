@@ -83,6 +83,8 @@ EXPECTED = {
             "name": "default-x7k2p",
             "reason": "Launched",
             "message": "c5.xlarge spot us-east-1a",
+            "count": 1,
+            "lastTime": 1.5,
         },
         {
             "time": 41.5,
@@ -90,6 +92,8 @@ EXPECTED = {
             "name": "ip-10-0-1-1",
             "reason": "Ready",
             "message": "node is ready",
+            "count": 1,
+            "lastTime": 41.5,
         },
     ],
     "totals": {

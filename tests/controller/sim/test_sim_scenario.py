@@ -283,7 +283,7 @@ def test_unknown_spec_field(scenario_doc):
     scenario_doc["spec"]["node"] = []
     assert error_of(scenario_doc) == (
         "spec: unknown field 'node' (expected one of cluster, cloud, settings, nodes, objects, "
-        "steps)"
+        "steps, limits)"
     )
 
 

@@ -81,14 +81,14 @@ class Disruption:
         self._offerings_read: IdentityCache[tuple] = IdentityCache(OFFERINGS_READ_KEPT)
         self._launchable_types: list[InstanceType] | None = None  # this pass's, see _launchable
         self._priced: tuple[tuple, dict[str, float]] = ((), {})  # basis, prices
-        self._requests: IdentityCache[list[res.ResourceList]] = IdentityCache(PODS_LISTS_KEPT)
+        self._requests: IdentityCache[methods.PodShapes] = IdentityCache(PODS_LISTS_KEPT)
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
         self._simulations: dict[tuple[str, ...], Plan] = {}
         self._simulations_basis: tuple = ()
         # Free room on each node simulations may use, for the basis below.
-        self._room: dict[str, res.ResourceList] = {}
+        self._room = methods.Rooms.of({})
         self._room_basis: tuple | None = None
         # What consolidation last read when it found nothing to do, and why not.
         self._consolidated: tuple[tuple, dict[str, str]] | None = None
@@ -223,9 +223,7 @@ class Disruption:
         nodes. During busy hours most nodes are full, and this check spares a solve for
         each of them every pass."""
         requests = self._requests_of(candidate)
-        by_node = self._free_room()
-        rooms = [room for name, room in by_node.items() if name != candidate.name]
-        shortfall = methods.least_replacement_load(requests, rooms)
+        shortfall = methods.least_replacement_load(requests, self._free_room(), candidate.name)
         if not shortfall:
             return None
         return methods.no_cheaper_home(candidate, shortfall, self._launchable(), self.options)
@@ -243,12 +241,14 @@ class Disruption:
             ]
         return self._launchable_types
 
-    def _requests_of(self, candidate: Candidate) -> list[res.ResourceList]:
-        """Each of the candidate's pods' requests, remembered while they are the same pods."""
+    def _requests_of(self, candidate: Candidate) -> methods.PodShapes:
+        """The candidate's pods' requests, remembered while they are the same pods."""
         pods = candidate.pods
-        return self._requests.remember(pods, lambda: [pod_requests(p, {}) for p in pods])
+        return self._requests.remember(
+            pods, lambda: methods.PodShapes.of([pod_requests(p, {}) for p in pods])
+        )
 
-    def _free_room(self) -> dict[str, res.ResourceList]:
+    def _free_room(self) -> methods.Rooms:
         """Unrequested allocatable of each node a simulation may place pods on; remembered
         while the simulations are (see _simulate)."""
         basis = self._simulation_basis()
@@ -262,7 +262,7 @@ class Disruption:
                 room[sn.name] = self.state.memo(
                     ("disruption.free", sn.name), lambda sn=sn: self._unrequested(sn)
                 )
-            self._room, self._room_basis = room, basis
+            self._room, self._room_basis = methods.Rooms.of(room), basis
         return self._room
 
     def _unrequested(self, node: StateNode) -> res.ResourceList:

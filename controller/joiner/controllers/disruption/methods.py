@@ -7,6 +7,7 @@ Methods return a command, or None with the reason each candidate was passed over
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from joiner.api import labels as wk
-from joiner.api import resources as res
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.identity import IdentityCache
+from joiner.scheduling.catalog import Dimensions
 from joiner.scheduling.model import NodeClaimPlan, Plan
 
 MULTI_NODE_MAX_CANDIDATES = 100
@@ -282,26 +284,129 @@ def single_node(
     return Verdict(None, skipped)
 
 
-def least_replacement_load(
-    requests: Sequence[Mapping[str, int]], rooms: Sequence[Mapping[str, int]]
-) -> dict[str, int]:
-    """The least a replacement must hold of pods with these ``requests`` when the other
-    nodes have this free room: the pods that fit in no room, plus what the rest need beyond
-    the rooms that can take at least one of them (each resource on its own). Empty when
-    they might all fit elsewhere."""
-    names = sorted({name for r in requests for name in r})
-    need = _matrix(requests, names)  # pods x resources
-    free = _matrix(rooms, names)  # rooms x resources
-    fit = (need[:, None, :] <= free[None, :, :]).all(axis=2)  # pod fits room
+@dataclass(frozen=True)
+class Rooms:
+    """The free room of the nodes pods may move to, as one matrix (nodes x resources),
+    built once per pass rather than once per candidate checked against it. ``free``
+    saturates at int64 (for comparisons); ``exact`` holds the amounts as Python integers
+    (for sums)."""
+
+    rows: Mapping[str, int]  # node name -> its row
+    columns: Mapping[str, int]  # resource name -> its column
+    free: np.ndarray
+    exact: np.ndarray
+
+    @classmethod
+    def of(cls, by_node: Mapping[str, Mapping[str, int]]) -> Rooms:
+        names = sorted({name for room in by_node.values() for name in room})
+        rooms = list(by_node.values())
+        return cls(
+            {node: row for row, node in enumerate(by_node)},
+            {name: column for column, name in enumerate(names)},
+            _matrix(rooms, names),
+            _exact(rooms, names),
+        )
+
+    def without(self, node: str, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The rooms of every node but ``node`` in the resources ``names`` (0 where a node
+        has none of one): saturated and exact."""
+        row = self.rows.get(node)
+        keep = [r for r in range(self.free.shape[0]) if r != row]
+        columns = [self.columns.get(name) for name in names]
+        return _columns(self.free[keep], columns, np.int64), _columns(
+            self.exact[keep], columns, object
+        )
+
+
+def _columns(matrix: np.ndarray, columns: Sequence[int | None], dtype: Any) -> np.ndarray:
+    chosen = np.zeros((matrix.shape[0], len(columns)), dtype=dtype)
+    for index, column in enumerate(columns):
+        if column is not None:
+            chosen[:, index] = matrix[:, column]
+    return chosen
+
+
+@dataclass(frozen=True)
+class PodShapes:
+    """Pods' requests as the distinct requests (rows over ``names``) with how many pods
+    ask for each: pods of one workload ask for the same. ``shapes`` saturates at int64
+    (for comparisons); ``exact`` holds the amounts as Python integers (for sums)."""
+
+    names: tuple[str, ...]
+    shapes: np.ndarray
+    exact: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, requests: Sequence[Mapping[str, int]]) -> PodShapes:
+        names = sorted({name for r in requests for name in r})
+        counted = Counter(tuple(r.get(name, 0) for name in names) for r in requests)
+        distinct = [dict(zip(names, shape, strict=True)) for shape in counted]
+        return cls(
+            tuple(names),
+            _matrix(distinct, names),
+            _exact(distinct, names),
+            np.array(list(counted.values()), dtype=np.int64),
+        )
+
+
+def least_replacement_load(pods: PodShapes, rooms: Rooms, node: str = "") -> dict[str, int]:
+    """The least a replacement for ``node`` must hold of these ``pods`` when the other
+    nodes have their ``rooms`` free: the pods that fit in no room, plus what the rest need
+    beyond the rooms that can take at least one of them (each resource on its own). Empty
+    when they might all fit elsewhere."""
+    if not pods.names:
+        return {}
+    free, free_exact = rooms.without(node, pods.names)  # rooms x resources
+    fit = (pods.shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
     movable, usable = fit.any(axis=1), fit.any(axis=0)
-    beyond = need[movable].sum(axis=0) - free[usable].sum(axis=0)
+    # Sums in Python integers: a count of pods times a request, or many rooms together,
+    # would overflow int64.
+    need = pods.exact * pods.counts.astype(object)[:, None]
+    beyond = need[movable].sum(axis=0) - free_exact[usable].sum(axis=0)
     load = need[~movable].sum(axis=0) + np.maximum(beyond, 0)
-    return {name: int(amount) for name, amount in zip(names, load, strict=True) if amount > 0}
+    return {name: int(n) for name, n in zip(pods.names, load, strict=True) if n > 0}
+
+
+def _exact(lists: Sequence[Mapping[str, int]], names: Sequence[str]) -> np.ndarray:
+    rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    return np.array(rows, dtype=object).reshape(len(lists), len(names))
 
 
 def _matrix(lists: Sequence[Mapping[str, int]], names: list[str]) -> np.ndarray:
-    rows = [[resources.get(name, 0) for name in names] for resources in lists]
+    dims = Dimensions(names)
+    rows = [dims.vector(resources) for resources in lists]
     return np.array(rows, dtype=np.int64).reshape(len(lists), len(names))
+
+
+# Each instance type list's allocatable as a matrix (types x resources), while the list
+# is the same object (the controller works out one list per pass).
+_ALLOCATABLE: IdentityCache[tuple[dict[str, int], np.ndarray]] = IdentityCache(8)
+
+
+def _fitting(
+    requests: Mapping[str, int], instance_types: Sequence[InstanceType]
+) -> list[InstanceType]:
+    """The types whose allocatable holds ``requests`` (``resources.fits`` of each, at once)."""
+    columns, allocatable = _ALLOCATABLE.remember(
+        (instance_types,), lambda: _allocatable_matrix(instance_types)
+    )
+    fit = np.ones(len(instance_types), dtype=bool)
+    for name, amount in requests.items():
+        column = columns.get(name)
+        if not amount:
+            continue
+        fit &= amount <= (0 if column is None else allocatable[:, column])
+    return [it for it, fits in zip(instance_types, fit, strict=True) if fits]
+
+
+def _allocatable_matrix(
+    instance_types: Sequence[InstanceType],
+) -> tuple[dict[str, int], np.ndarray]:
+    names = sorted({name for it in instance_types for name in it.allocatable})
+    return {name: column for column, name in enumerate(names)}, _matrix(
+        [it.allocatable for it in instance_types], names
+    )
 
 
 def no_cheaper_home(
@@ -314,7 +419,7 @@ def no_cheaper_home(
     than the free room elsewhere: its replacement would have to hold at least that, and no
     instance type that can is cheap enough (for spot-to-spot: not 15 of them). None when
     one might be, or when nothing holds it (the simulation then says what is missing)."""
-    fitting = [it for it in instance_types if res.fits(shortfall, it.allocatable)]
+    fitting = _fitting(shortfall, instance_types)
     if not fitting:
         return None
     spot = other = 0

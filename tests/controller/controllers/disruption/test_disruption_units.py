@@ -3,11 +3,14 @@ consolidation a simulation [DISR-7], as pure functions."""
 
 from __future__ import annotations
 
+import pytest
 from joiner.api import labels as wk
+from joiner.api import resources as res
 from joiner.api.nodepool import Budget, NodePool
 from joiner.clock import from_rfc3339
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.controllers.disruption import methods
 from joiner.controllers.disruption.budgets import (
     allowed_disruptions,
     budget_active,
@@ -20,6 +23,8 @@ from joiner.controllers.disruption.candidates import (
 )
 from joiner.controllers.disruption.methods import (
     ConsolidationOptions,
+    PodShapes,
+    Rooms,
     least_replacement_load,
     no_cheaper_home,
 )
@@ -177,8 +182,44 @@ def test_least_replacement_load_counts_stranded_pods_and_what_the_usable_rooms_l
     """[DISR-7] A pod that fits in no other node's room must go to the replacement; a room
     too small for any of the pods gives nothing; the rest need what the usable rooms lack."""
     big, small = {"cpu": 3000, "pods": 1000}, {"cpu": 500, "pods": 1000}
-    rooms = [{"cpu": 1000, "pods": 10000}, {"cpu": 400, "memory": 2**40, "pods": 10000}]
-    assert least_replacement_load([big, small], rooms) == {"cpu": 3000, "pods": 1000}
-    assert least_replacement_load([small, small], rooms) == {}
-    assert least_replacement_load([small] * 3, rooms) == {"cpu": 500}
-    assert least_replacement_load([small], []) == {"cpu": 500, "pods": 1000}
+    rooms = Rooms.of(
+        {
+            "a": {"cpu": 1000, "pods": 10000},
+            "b": {"cpu": 400, "memory": 2**40, "pods": 10000},
+            "self": {"cpu": 64000, "pods": 10000},  # the candidate's own room does not count
+        }
+    )
+    assert least_replacement_load(PodShapes.of([big, small]), rooms, "self") == {
+        "cpu": 3000,
+        "pods": 1000,
+    }
+    assert least_replacement_load(PodShapes.of([small, small]), rooms, "self") == {}
+    assert least_replacement_load(PodShapes.of([small] * 3), rooms, "self") == {"cpu": 500}
+    assert least_replacement_load(PodShapes.of([small, big, small, small]), rooms, "self") == {
+        "cpu": 3500,
+        "pods": 1000,
+    }
+    assert least_replacement_load(PodShapes.of([small]), Rooms.of({}), "self") == {
+        "cpu": 500,
+        "pods": 1000,
+    }
+    assert least_replacement_load(PodShapes.of([big]), rooms, "elsewhere") == {}
+    assert least_replacement_load(PodShapes.of([]), rooms, "self") == {}
+
+
+@pytest.mark.parametrize(
+    "requests",
+    [
+        {"cpu": 3000},
+        {"cpu": 3000, "memory": 0},
+        {"cpu": 1000, "nvidia.com/gpu": 1},
+        {"cpu": -5, "example.com/dongle": -1},
+        {"pods": 200},
+        {},
+    ],
+)
+def test_the_types_that_hold_a_shortfall_are_the_ones_fits_accepts(requests):
+    """The vectorised check (one matrix per type list) says what resources.fits says."""
+    types = [typed(f"t{cpu}", str(cpu), (wk.CAPACITY_TYPE_SPOT, 0.1)) for cpu in (1, 2, 4, 8)]
+    expected = [it.name for it in types if res.fits(requests, it.allocatable)]
+    assert [it.name for it in methods._fitting(requests, types)] == expected

@@ -1,0 +1,585 @@
+"""Joiner's plan against upstream Karpenter's outcomes on the same workload.
+
+``divergences`` lists every way a plan breaks the compatibility promise (see
+docs/compatibility.md, "Scheduling"), given several upstream runs (upstream is not
+deterministic on ties):
+
+- a pod every upstream run placed is left pending by Joiner;
+- a pod no upstream run placed is placed by Joiner, unless a documented difference
+  (``DOCUMENTED``) explains it;
+- Joiner's NodeClaims cost more than the cheapest upstream run that placed at least the
+  same pods, plus 1%; or Joiner opens more NodeClaims than such a run's fewest without
+  a cheaper total;
+- a NodeClaim whose requirements, taints, candidate types or resources do not admit its
+  pods (checked here from the document itself, not with Joiner's code).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.scheduling.model import NodeClaimPlan, Plan
+from joiner.testing.oracle import Outcome, pinned_labels
+from joiner.testing.workload import existing_node, instance_type, type_labels
+
+COST_TOLERANCE = 0.01
+
+Document = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.detail}"
+
+
+# --- documented differences (docs/compatibility.md, "Scheduling") ---------------------
+
+# Each recognises one documented difference for one pod: (document, pod key) -> whether
+# the pod is a case of it. A pod Joiner leaves pending while upstream places it, or the
+# other way round, is explained only by a difference that applies to that very pod.
+Explanation = Callable[[Document, str], bool]
+
+
+def contradictory_node_selection(document: Document, key: str) -> bool:
+    """Its nodeSelector and some required node-affinity term contradict on a key (no
+    node can have the labels): upstream folds the contradiction into DoesNotExist, and
+    once it has relaxed to that term places the pod on a node without the label, where
+    kube-scheduler refuses it; Joiner never places a pod by a contradictory term."""
+    spec = _pod(document, key).get("spec") or {}
+    selector = [
+        {"key": k, "operator": "In", "values": [v]}
+        for k, v in (spec.get("nodeSelector") or {}).items()
+    ]
+    terms = _required_terms(spec) or [[]]
+    return any(_contradicts([*selector, *term]) for term in terms)
+
+
+def spread_ignoring_node_affinity(document: Document, key: str) -> bool:
+    """It spreads with nodeAffinityPolicy Ignore over a key its node selection restricts:
+    Joiner counts every domain for the skew, as kube-scheduler does; upstream only the
+    pod's own domains."""
+    spec = _pod(document, key).get("spec") or {}
+    restricted = set(spec.get("nodeSelector") or {}) | {
+        e["key"] for term in _required_terms(spec) for e in term
+    }
+    return any(
+        c.get("nodeAffinityPolicy") == "Ignore"
+        and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c["topologyKey"] in restricted
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+
+
+def spread_honoring_prefer_no_schedule(document: Document, key: str) -> bool:
+    """It spreads with nodeTaintsPolicy Honor and some NodePool has a PreferNoSchedule
+    taint it does not tolerate: Joiner, like kube-scheduler, still counts that pool's
+    domains (only NoSchedule and NoExecute exclude them); upstream excludes them."""
+    pod = _pod(document, key)
+    spec = pod.get("spec") or {}
+    honors = any(
+        c.get("nodeTaintsPolicy") == "Honor" for c in spec.get("topologySpreadConstraints") or ()
+    )
+    return honors and _prefers_not_on_some_pool(document, pod)
+
+
+def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
+    """It has a required pod affinity or anti-affinity on a key other than the hostname,
+    and some NodePool has a PreferNoSchedule taint it does not tolerate: Joiner, like
+    kube-scheduler, lets the pod use that pool's domains (the taint is a preference);
+    upstream has no domain for the term there, and the pod stays pending."""
+    pod = _pod(document, key)
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    beyond = any(
+        term.get("topologyKey") != wk.HOSTNAME
+        for kind in ("podAffinity", "podAntiAffinity")
+        for term in (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or ()
+    )
+    return beyond and _prefers_not_on_some_pool(document, pod)
+
+
+def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> bool:
+    """Whether some NodePool has a PreferNoSchedule taint the pod does not tolerate."""
+    return any(
+        taint.get("effect") == "PreferNoSchedule" and not _tolerated(pod, taint)
+        for pool in document.get("nodePools") or ()
+        for taint in ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get("taints")
+        or ()
+    )
+
+
+def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool:
+    """It has, or is selected by a pending pod's, required pod anti-affinity on a key other
+    than the hostname, or its required pod affinity selects a pod with such an
+    anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
+    owner still finds one, only that domain is closed to the pods it selects, and a pod
+    drawn to an owner can join it there; upstream leaves the NodeClaim open over every
+    free domain and closes them all (one owner per batch, the selected pods find no
+    domain, and the owner counts in no domain for the pods drawn to it)."""
+    pod = _pod(document, key)
+    labels = _labels(pod)
+    owners = [p for p in document.get("pods") or () if _terms(p, "podAntiAffinity")]
+    for owner in owners:
+        selects = any(_selects(term, labels) for term in _terms(owner, "podAntiAffinity"))
+        if owner is pod or selects:
+            return True
+    return any(
+        _selects(term, _labels(owner)) for term in _terms(pod, "podAffinity") for owner in owners
+    )
+
+
+def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The pod's required terms of ``kind`` on a key other than the hostname."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+    return [term for term in required if term.get("topologyKey") != wk.HOSTNAME]
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    wanted = (term.get("labelSelector") or {}).get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())
+
+
+DOCUMENTED: dict[str, Explanation] = {
+    "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
+    "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
+    "pod affinity beyond the hostname, PreferNoSchedule": (
+        affinity_beyond_hostname_prefer_no_schedule
+    ),
+    "contradictory node selection": contradictory_node_selection,
+    "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
+}
+
+
+def explained(document: Document, key: str) -> str | None:
+    return next((name for name, applies in DOCUMENTED.items() if applies(document, key)), None)
+
+
+def _pod(document: Document, key: str) -> Mapping[str, Any]:
+    return next(p for p in document.get("pods") or () if pod_key(p) == key)
+
+
+def _required_terms(spec: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return [list(t.get("matchExpressions") or ()) for t in required.get("nodeSelectorTerms") or ()]
+
+
+def _contradicts(expressions: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether no label value (or its absence) meets all expressions on some key."""
+    by_key: dict[str, list[Mapping[str, Any]]] = {}
+    for expression in expressions:
+        by_key.setdefault(expression["key"], []).append(expression)
+    for on_key in by_key.values():
+        named = {v for e in on_key for v in e.get("values") or ()}
+        options = [None, "<another value>", *named]
+        if not any(all(_matches(e, value) for e in on_key) for value in options):
+            return True
+    return False
+
+
+# --- the checks ----------------------------------------------------------------------
+
+
+def divergences(document: Document, runs: Sequence[Outcome], plan: Plan) -> list[Divergence]:
+    placed = set(plan.existing) | {key for claim in plan.nodeclaims for key in claim.pods}
+    found = list(_pending(document, runs, plan))
+    found += _extra(document, runs, plan, placed)
+    found += _cost(document, runs, plan, placed)
+    for claim in plan.nodeclaims:
+        found += [
+            Divergence("nodeclaim", f"{claim.hostname}: {why}") for why in admits(document, claim)
+        ]
+    return found
+
+
+def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterator[Divergence]:
+    always = frozenset.intersection(*(validly_placed(document, run) for run in runs))
+    for key in sorted(always & plan.unplaceable.keys()):
+        if explained(document, key) is None:
+            why = plan.unplaceable[key]
+            yield Divergence(
+                "pending", f"{key} placed by every upstream run, Joiner: {why.message}"
+            )
+
+
+def _extra(
+    document: Document, runs: Sequence[Outcome], plan: Plan, placed: set[str]
+) -> list[Divergence]:
+    never = placed - frozenset.union(*(run.placed for run in runs))
+    found = []
+    for key in sorted(never):
+        if explained(document, key) is None:
+            errors = {run.errors.get(key) for run in runs}
+            found.append(Divergence("placed", f"{key} placed by no upstream run ({errors})"))
+    return found
+
+
+def _cost(
+    document: Document, runs: Sequence[Outcome], plan: Plan, placed: set[str]
+) -> list[Divergence]:
+    """Against the upstream runs that placed every pod Joiner placed and kept every
+    preference Joiner kept (see ``broken_preferences``); not when a pod either side
+    placed is a case of a documented difference (it changes which pods are placed, or
+    which domains a spread must use, so the plans are not the same problem)."""
+    homes = plan_homes(plan)
+    kept = broken_preferences(document, homes)
+    comparable = [
+        run
+        for run in runs
+        if run.placed >= placed
+        and broken_preferences(document, run.homes) <= kept
+        and not spread_domain_by_chance(document, run, homes)
+    ]
+    differing = {key for run in comparable for key in run.placed - placed}
+    if not comparable or any(explained(document, key) for key in placed | differing):
+        return []
+    cheapest = min(run.cost for run in comparable)
+    found = []
+    if plan.price > cheapest * (1 + COST_TOLERANCE) + 1e-9:
+        found.append(
+            Divergence("cost", f"Joiner {plan.price:.4f}/h, upstream's cheapest {cheapest:.4f}/h")
+        )
+    fewest = min(comparable, key=lambda run: (run.nodeclaims, run.cost))
+    if len(plan.nodeclaims) > fewest.nodeclaims and plan.price >= fewest.cost - 1e-9:
+        found.append(
+            Divergence(
+                "nodeclaims",
+                f"Joiner {len(plan.nodeclaims)} at {plan.price:.4f}/h, upstream "
+                f"{fewest.nodeclaims} at {fewest.cost:.4f}/h",
+            )
+        )
+    return found
+
+
+def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> bool:
+    """Whether the run put a pod with a DoNotSchedule spread over zones or capacity types
+    in another domain than Joiner did, on a NodeClaim it shares with pods Joiner placed
+    apart from it. Among equally counted domains upstream picks at random, Joiner the
+    cheapest for the pod at hand; a later pod that can only use some other domain may
+    then share upstream's NodeClaim, which is cheaper by chance (docs/compatibility.md,
+    "spread domains by price"). Such a run is no baseline for Joiner's cost."""
+    spreads = {pod_key(p) for p in document.get("pods") or () if _spreads_over_domains(p)}
+    for claim in run.claims:
+        members = set(claim.get("pods") or ())
+        for key in members & spreads:
+            ours, theirs = homes.get(key), run.homes[key]
+            if ours is None:
+                continue
+            moved = any(
+                theirs.get(k) is not None and theirs.get(k) != ours.get(k)
+                for k in (wk.ZONE, wk.CAPACITY_TYPE)
+            )
+            apart = any(
+                homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
+            )
+            if moved and apart:
+                return True
+    return False
+
+
+def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+    )
+
+
+# --- preferences a plan breaks --------------------------------------------------------
+#
+# Upstream picks among equally good domains at random (Go map order); a pick no instance
+# type offers fails the pod, which then relaxes a preference and may land somewhere
+# cheaper. Joiner picks the cheapest domain that keeps the preference. A run that broke a
+# preference Joiner's plan keeps is not a baseline for Joiner's cost (docs/compatibility.md,
+# "preferences upstream drops by chance").
+
+Homes = Mapping[str, Mapping[str, str]]  # pod -> labels its node is known to have
+
+
+def plan_homes(plan: Plan) -> dict[str, Mapping[str, str]]:
+    homes: dict[str, Mapping[str, str]] = {
+        key: {wk.HOSTNAME: node} for key, node in plan.existing.items()
+    }
+    for claim in plan.nodeclaims:
+        labels = {wk.HOSTNAME: claim.hostname, **pinned_labels(claim.requirements)}
+        homes.update(dict.fromkeys(claim.pods, labels))
+    return homes
+
+
+def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]:
+    """(pod, preference) for every ScheduleAnyway spread and preferred pod (anti-)affinity
+    the placement does not keep, judged on the domains it is known to use."""
+    homes = _with_existing_labels(document, homes)
+    broken = set()
+    for pod in document.get("pods") or ():
+        key = pod_key(pod)
+        if key not in homes:
+            continue
+        spec = pod.get("spec") or {}
+        for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
+            if c.get("whenUnsatisfiable") == "ScheduleAnyway" and _skewed(document, homes, pod, c):
+                broken.add((key, f"spread {i}"))
+        affinity = spec.get("affinity") or {}
+        for kind in ("podAffinity", "podAntiAffinity"):
+            preferred = (affinity.get(kind) or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            )
+            for i, weighted in enumerate(preferred or ()):
+                term = weighted.get("podAffinityTerm") or {}
+                if not _keeps_affinity(document, homes, pod, term, kind == "podAffinity"):
+                    broken.add((key, f"{kind} {i}"))
+    return broken
+
+
+def _with_existing_labels(document: Document, homes: Homes) -> dict[str, Mapping[str, str]]:
+    """Homes, with the labels of existing nodes, and the existing nodes' bound pods."""
+    nodes = {n["name"]: n for n in document.get("existingNodes") or ()}
+    out: dict[str, Mapping[str, str]] = {}
+    for key, labels in homes.items():
+        node = nodes.get(labels[wk.HOSTNAME])
+        out[key] = _node_labels(node) if node is not None else labels
+    for node in nodes.values():
+        for bound in node.get("pods") or ():
+            out[pod_key(bound)] = _node_labels(node)
+    return out
+
+
+def _node_labels(node: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        wk.HOSTNAME: node["name"],
+        wk.ZONE: node["zone"],
+        wk.CAPACITY_TYPE: node["capacityType"],
+    }
+
+
+def _selected(document: Document, homes: Homes, selector: Mapping[str, Any]) -> list[str]:
+    """Placed (or bound) pods whose labels match a matchLabels selector."""
+    term = {"labelSelector": selector}
+    pods = [*(document.get("pods") or ())]
+    pods += [b for n in document.get("existingNodes") or () for b in n.get("pods") or ()]
+    return [pod_key(p) for p in pods if pod_key(p) in homes and _selects(term, _labels(p))]
+
+
+def _skewed(
+    document: Document, homes: Homes, pod: Mapping[str, Any], constraint: Mapping[str, Any]
+) -> bool:
+    key = constraint["topologyKey"]
+    counts: dict[str, int] = {}
+    for other in _selected(document, homes, constraint.get("labelSelector") or {}):
+        domain = homes[other].get(key)
+        if domain is not None:
+            counts[domain] = counts.get(domain, 0) + 1
+    if not counts:
+        return False
+    floor = 0 if key == wk.HOSTNAME else min(counts.get(d, 0) for d in _domains(document, pod, key))
+    return max(counts.values()) - floor > int(constraint.get("maxSkew", 1))
+
+
+def _domains(document: Document, pod: Mapping[str, Any], key: str) -> set[str]:
+    """The zones or capacity types some available offering has that the pod may use."""
+    spec = pod.get("spec") or {}
+    wanted = (spec.get("nodeSelector") or {}).get(key)
+    values = {
+        o.zone if key == wk.ZONE else o.capacity_type
+        for raw in document["instanceTypes"]
+        for o in instance_type(raw).available_offerings()
+    }
+    return {v for v in values if wanted is None or v == wanted}
+
+
+def _keeps_affinity(
+    document: Document,
+    homes: Homes,
+    pod: Mapping[str, Any],
+    term: Mapping[str, Any],
+    affine: bool,
+) -> bool:
+    key, own = term.get("topologyKey"), pod_key(pod)
+    mine = homes[own].get(key)
+    if mine is None:
+        return True  # its domain is not decided: nothing to judge
+    others = [o for o in _selected(document, homes, term.get("labelSelector") or {}) if o != own]
+    domains = {homes[o].get(key) for o in others}
+    if affine:
+        return not others or mine in domains or None in domains
+    return mine not in domains
+
+
+# --- does a NodeClaim admit its pods? (independent of Joiner's requirements code) ------
+
+
+def validly_placed(document: Document, run: Outcome) -> frozenset[str]:
+    """The pods an upstream run placed where their nodeSelector and required node
+    affinity hold (upstream sometimes places a pod where they do not, which
+    kube-scheduler would then refuse: docs/compatibility.md)."""
+    pods = {pod_key(p): p for p in document.get("pods") or ()}
+    valid = set()
+    for claim in run.claims:
+        nodes = list(
+            _possible_nodes(
+                document, claim["nodePool"], claim["requirements"], claim["instanceTypes"]
+            )
+        )
+        valid |= {k for k in claim["pods"] if nodes and all(_pod_admits(pods[k], n) for n in nodes)}
+    types = {raw["name"]: instance_type(raw) for raw in document["instanceTypes"]}
+    existing = {n["name"]: n for n in document.get("existingNodes") or ()}
+    for key in run.on_nodes:
+        node = existing_node(existing[run.homes[key][wk.HOSTNAME]], types)
+        if _pod_admits(pods[key], node.labels):
+            valid.add(key)
+    homes = _with_existing_labels(document, run.homes)
+    return frozenset(k for k in valid if not _overcrowds_its_node(document, homes, pods[k]))
+
+
+def _overcrowds_its_node(document: Document, homes: Homes, pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's node holds more pods of one of its DoNotSchedule hostname spreads
+    than maxSkew allows (upstream restarts a spread's counts when a pod relaxes a required
+    node-affinity term, and then overcrowds: docs/compatibility.md)."""
+    spec = pod.get("spec") or {}
+    return any(
+        c.get("topologyKey") == wk.HOSTNAME
+        and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and _skewed(document, homes, pod, c)
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+
+
+def admits(document: Document, claim: NodeClaimPlan) -> list[str]:
+    """What is wrong with the NodeClaim for its pods: some node it may launch as (a
+    candidate type in an allowed offering, with any allowed value of its other labels)
+    that a pod's nodeSelector or required node affinity rejects, an untolerated taint,
+    candidates without room for the pods' requests, or no candidate at all."""
+    pods = {pod_key(p): p for p in document.get("pods") or ()}
+    members = [pods[key] for key in claim.pods]
+    problems = [
+        f"{pod_key(pod)} does not tolerate {taint}"
+        for pod in members
+        for taint in claim.taints
+        if taint.get("effect") != "PreferNoSchedule" and not _tolerated(pod, taint)
+    ]
+    nodes = list(
+        _possible_nodes(document, claim.nodepool, claim.requirements, claim.instance_types)
+    )
+    if not nodes:
+        problems.append("no candidate type has an offering its requirements allow")
+    for pod in members:
+        for labels in nodes:
+            if not _pod_admits(pod, labels):
+                problems.append(f"{pod_key(pod)} rejects a node labelled {labels}")
+                break
+    requests = res.sum_lists(_requests(pod) for pod in members)
+    if not res.fits(requests, claim.requests):
+        problems.append(f"requests {claim.requests} below its pods' {requests}")
+    types = {raw["name"]: instance_type(raw) for raw in document["instanceTypes"]}
+    for name in claim.instance_types:
+        if not res.fits(claim.requests, types[name].allocatable):
+            problems.append(f"candidate {name} has no room for {claim.requests}")
+    return problems
+
+
+def _possible_nodes(
+    document: Document,
+    nodepool: str,
+    requirements: Sequence[Mapping[str, Any]],
+    instance_types: Sequence[str],
+) -> Iterator[dict[str, str]]:
+    """The labels of every node a NodeClaim with these requirements and candidate types
+    may become (custom keys it does not pin take each allowed value)."""
+    allowed = {r["key"]: r for r in requirements}
+    types = {raw["name"]: instance_type(raw) for raw in document["instanceTypes"]}
+    for name in instance_types:
+        it = types[name]
+        base = {**type_labels(it), wk.NODEPOOL: nodepool}
+        custom = {
+            key: _label_options(requirement)
+            for key, requirement in allowed.items()
+            if key not in base and key not in wk.WELL_KNOWN_LABELS
+        }
+        for offering in it.available_offerings():
+            labels = {**base, wk.ZONE: offering.zone, wk.CAPACITY_TYPE: offering.capacity_type}
+            if not all(_matches(r, labels.get(k)) for k, r in allowed.items() if k in labels):
+                continue
+            for values in itertools.product(*custom.values()):
+                node = dict(labels)
+                node.update({k: v for k, v in zip(custom, values, strict=True) if v is not None})
+                yield node
+
+
+def _label_options(requirement: Mapping[str, Any]) -> list[str | None]:
+    operator = requirement["operator"]
+    if operator == "In":
+        return list(requirement["values"])
+    if operator in ("NotIn", "DoesNotExist"):
+        return [None]
+    return ["<any value>"]
+
+
+def _pod_admits(pod: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    spec = pod.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    return any(
+        all(_matches(e, labels.get(e["key"])) for e in term.get("matchExpressions") or ())
+        for term in required.get("nodeSelectorTerms") or ()
+    )
+
+
+def _matches(expression: Mapping[str, Any], value: str | None) -> bool:
+    operator, values = expression["operator"], expression.get("values") or []
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and value.lstrip("-").isdigit():
+        return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
+    return False
+
+
+def _tolerated(pod: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    for toleration in (pod.get("spec") or {}).get("tolerations") or ():
+        if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+            continue
+        if toleration.get("operator") == "Exists" and not toleration.get("key"):
+            return True
+        if toleration.get("key") != taint.get("key"):
+            continue
+        if toleration.get("operator") == "Exists" or toleration.get("value") == taint.get("value"):
+            return True
+    return False
+
+
+def _requests(pod: Mapping[str, Any]) -> res.ResourceList:
+    total = res.sum_lists(
+        res.parse_resource_list((c.get("resources") or {}).get("requests"))
+        for c in (pod.get("spec") or {}).get("containers") or ()
+    )
+    return res.add(total, {res.PODS: 1000})
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
