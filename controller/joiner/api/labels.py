@@ -141,6 +141,10 @@ EC2NODECLASS_HASH_VERSION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
+# On a disruption's replacement NodeClaim: the NodeClaims it replaces, comma-separated,
+# so that a restarted controller resumes the command instead of launching another.
+REPLACES_ANNOTATION = "joiner.sh/replaces"
+
 # Taints
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"

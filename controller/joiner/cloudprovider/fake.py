@@ -219,6 +219,12 @@ class FakeCloudProvider:
             set_condition(conditions, type_, TRUE, self.clock.now())
         return {"conditions": conditions}
 
+    def forget(self) -> None:
+        """Drop what the provider's process remembers (insufficient-capacity errors, the
+        listed types), as a restarted controller would; the cloud's instances stay."""
+        self.insufficient_capacity.clear()
+        self._listed = None
+
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return self.policies
 

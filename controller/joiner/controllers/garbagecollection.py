@@ -2,7 +2,10 @@
 instances tagged for the cluster with no NodeClaim are terminated once this
 controller has seen them for ``ORPHAN_GRACE`` (a launch in progress has not written
 its NodeClaim status yet). Age is measured on the injected clock from first sight,
-not from the instance's launch time, which comes from another clock."""
+not from the instance's launch time, which comes from another clock; the pass after a
+first sight comes when the grace ends, not a whole interval later, so an orphan goes
+within ``INTERVAL + ORPHAN_GRACE`` of its launch, restarts of the controller (which
+forget the first sights) included, as long as they are ``ORPHAN_GRACE`` apart."""
 
 from __future__ import annotations
 
@@ -36,8 +39,8 @@ class GarbageCollection:
         instances = self.cloud.list()
         live = {i.status.provider_id for i in instances}
         self._delete_claims_without_instances(live)
-        self._terminate_orphans(instances)
-        return Result(requeue_after=INTERVAL)
+        coming_of_age = self._terminate_orphans(instances)
+        return Result(requeue_after=min([INTERVAL, *coming_of_age]))
 
     def _delete_claims_without_instances(self, live: set[str | None]) -> None:
         for claim in list(self.state.nodeclaims.values()):
@@ -50,16 +53,22 @@ class GarbageCollection:
             with contextlib.suppress(NotFound):
                 self.kube.delete("NodeClaim", claim.name)
 
-    def _terminate_orphans(self, instances: list) -> None:
+    def _terminate_orphans(self, instances: list) -> list[float]:
+        """Terminate the orphans past their grace; returns how long until each of the
+        others is."""
         known = {c.status.provider_id for c in self.state.nodeclaims.values()}
         now = self.clock.now()
         unclaimed = {
             i.status.provider_id: i for i in instances if i.status.provider_id not in known
         }
         self._first_seen = {pid: self._first_seen.get(pid, now) for pid in unclaimed}
+        waits = []
         for provider_id, instance in unclaimed.items():
-            if now - self._first_seen[provider_id] < ORPHAN_GRACE:
+            age = now - self._first_seen[provider_id]
+            if age < ORPHAN_GRACE:
+                waits.append(ORPHAN_GRACE - age)
                 continue
             log.info("terminating orphaned instance %s", provider_id)
             with contextlib.suppress(NodeClaimNotFoundError):
                 self.cloud.delete(instance)
+        return waits

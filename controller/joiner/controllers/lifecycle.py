@@ -38,11 +38,16 @@ log = logging.getLogger(__name__)
 
 LAUNCH_TTL = 5 * 60.0  # not launched by then -> deleted
 REGISTRATION_TTL = 15 * 60.0  # not registered by then -> deleted
+# Registered, but the Node not Ready this long after -> deleted: its kubelet is broken,
+# and the pods it was launched for would wait for it forever (Karpenter's node repair
+# replaces a Node NotReady for 30 minutes; this one never was Ready).
+READY_TTL = 15 * 60.0
 POLL = 5.0  # how often to look while waiting for the Node
 # After a Conflict the newer version's watch event wakes the reconcile; this is the
 # safety net should it not.
 CONFLICT_RETRY = 1.0
 STEPS = (nc.LAUNCHED, nc.REGISTERED, nc.INITIALIZED)
+NOT_READY = "node not ready"
 
 
 class NodeClaimLifecycle(Controller):
@@ -171,6 +176,8 @@ class NodeClaimLifecycle(Controller):
         if node is None:
             return Result(requeue_after=POLL)
         waiting = self._not_initialized_because(claim, node)
+        if waiting == NOT_READY and self._since(claim, nc.REGISTERED) > READY_TTL:
+            return self._give_up(raw, "ReadyTimeout", "Node not Ready within 15m of registering")
         if waiting:
             return Result(requeue_after=POLL)
         node = copy.deepcopy(node)  # the state's object: never edited in place
@@ -187,7 +194,7 @@ class NodeClaimLifecycle(Controller):
     def _not_initialized_because(self, claim: NodeClaim, node: dict[str, Any]) -> str | None:
         status = node.get("status") or {}
         if not cond.is_true(status.get("conditions"), "Ready"):
-            return "node not ready"
+            return NOT_READY
         taints = (node.get("spec") or {}).get("taints") or []
         if any(same_taint(s, t) for s in claim.startup_taints for t in taints):
             return "startup taints present"
@@ -204,6 +211,13 @@ class NodeClaimLifecycle(Controller):
         return None
 
     # --- helpers -------------------------------------------------------------------
+
+    def _since(self, claim: NodeClaim, condition: str) -> float:
+        """How long the condition has been true (0 when it is not)."""
+        found = cond.get_condition(claim.status.conditions, condition)
+        if found is None or not found.get("lastTransitionTime"):
+            return 0.0
+        return self.clock.now() - from_rfc3339(found["lastTransitionTime"])
 
     def _age(self, raw: dict[str, Any]) -> float:
         created = raw["metadata"].get("creationTimestamp")

@@ -108,8 +108,10 @@ class Provisioner(Controller):
             return Result(requeue_after=remaining)
         if not self.state.synced:
             return Result(requeue_after=NOT_SYNCED_RETRY)
-        self.batcher.close()
+        # Closed once it is acted on: if creating a NodeClaim fails, the retry (the
+        # runtime's backoff) finds the window still closing and provisions again.
         self.provision()
+        self.batcher.close()
         return DONE
 
     def provision(self) -> Plan | None:

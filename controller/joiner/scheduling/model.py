@@ -93,6 +93,9 @@ class ClusterSnapshot:
     daemonsets: list[DaemonSet] = field(default_factory=list)
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
     runtime_classes: Mapping[str, ResourceList] = field(default_factory=dict)
+    # What each NodePool's nodes hold against its limits, when the caller knows more
+    # nodes than ``nodes`` (those leaving still count); None: the sum over ``nodes``.
+    pool_usage: Mapping[str, ResourceList] | None = None
 
 
 @dataclass(slots=True)

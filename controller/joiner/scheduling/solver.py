@@ -263,7 +263,9 @@ class _Solver:
         self._node_reasons: dict[int, Rejection] = {}  # last refusal per node, this group
         self._merged: dict[tuple[str, str], tuple[Requirements, str]] = {}
         self._pool_base: dict[tuple, Rejection | tuple[Requirements, str, np.ndarray]] = {}
-        self._usage = self._pool_usage()
+        self._usage = (
+            dict(snapshot.pool_usage) if snapshot.pool_usage is not None else self._pool_usage()
+        )
         # per pool with limits: its open NodeClaims and what they reserve (exact sums)
         self._reserved: dict[str, tuple[int, list[int]]] = {}
 

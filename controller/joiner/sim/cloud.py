@@ -44,6 +44,10 @@ class SimCloud(Protocol):
 
     def reclaim(self, provider_id: str) -> None: ...
 
+    def restart_provider(self) -> None: ...
+
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None: ...
+
 
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
@@ -84,6 +88,10 @@ class FakeSimCloud:
         """EC2 takes the instance away (an interruption coming true)."""
         self.provider.instances.pop(provider_id, None)
 
+    def restart_provider(self) -> None:
+        """The controller restarted: its provider forgets; the instances stay."""
+        self.provider.forget()
+
     def bind_nodeclasses(self, lookup: Callable[[str], EC2NodeClass | None]) -> None:
         """The fake cloud treats every class as Ready and never reads them."""
 
@@ -98,6 +106,14 @@ class FakeSimCloud:
                     self.provider.unavailable.discard(entry)
                 else:
                     self.provider.unavailable.add(entry)
+
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None:
+        """These offerings still look available, but launching them fails with
+        insufficient capacity (the rest of a launch's offerings are tried)."""
+        for key in keys:
+            for offering in self._matching(key):
+                entry = (key.instance_type, offering.zone, offering.capacity_type)
+                self.provider.no_capacity.add(entry)
 
     def _matching(self, key: CapacityKey) -> list[Offering]:
         instance_type = self.catalogue.get(key.instance_type)

@@ -94,6 +94,15 @@ class EmbeddedAWS:
             controller = self._enforce_controller_policy(scenario.cluster.name, nodeclasses)
         self._lookup: NodeClassLookup = lambda name: None
         self.catalogue = cached_catalogue(controller.ec2, clock)
+        self._provider_args = (controller, clock, cluster, scenario.cloud.prices)
+        self.provider = self._new_provider()
+        self.outage = CapacityOutage(controller.ec2, zones)  # where CreateFleet goes
+        self._prices: dict[str, float] = {}
+
+    def _new_provider(self) -> AWSCloudProvider:
+        """The controller's provider, with empty caches (offerings that failed with
+        insufficient capacity, prices, launch templates)."""
+        controller, clock, cluster, static_prices = self._provider_args
         # moto has no Pricing API (GetProducts): on-demand prices come from the scenario's
         # list (else the documented estimate), spot prices from moto's price history.
         pricing = PricingProvider(
@@ -101,10 +110,10 @@ class EmbeddedAWS:
             self.region,
             pricing_client=None,
             ec2=controller.ec2,
-            static_on_demand=scenario.cloud.prices,
+            static_on_demand=static_prices,
             infos=self.catalogue.infos,
         )
-        self.provider = AWSCloudProvider(
+        return AWSCloudProvider(
             controller,
             clock,
             cluster,
@@ -113,8 +122,10 @@ class EmbeddedAWS:
             catalogue=self.catalogue,
             pricing=pricing,
         )
-        self.outage = CapacityOutage(controller.ec2, zones)  # where CreateFleet goes
-        self._prices: dict[str, float] = {}
+
+    def restart_provider(self) -> None:
+        """The controller restarted: a new provider; moto (the cloud) keeps everything."""
+        self.provider = self._new_provider()
 
     def _enforce_controller_policy(
         self, cluster: str, nodeclasses: list[EC2NodeClass]
@@ -209,6 +220,11 @@ class EmbeddedAWS:
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
         for key in keys:
             self.outage.set(key, exhausted=not available)
+
+    def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None:
+        """CreateFleet answers insufficient capacity for these offerings, as for the
+        capacity step: EC2 gives no earlier sign."""
+        self.set_available(keys, False)
 
     def reclaim(self, provider_id: str) -> None:
         """EC2 takes the instance away (an interruption coming true)."""

@@ -27,6 +27,7 @@ from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
 from joiner.sim.bounds import BoundReached, Budget
 from joiner.sim.cloud import SimCloud, build_cloud
+from joiner.sim.faults import Faults
 from joiner.sim.heap import full_collections_spaced
 from joiner.sim.interruption import Interruptions
 from joiner.sim.kubelet import Kubelet
@@ -34,6 +35,7 @@ from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
 from joiner.sim.podindex import PodIndex
 from joiner.sim.progress import REPORT_INTERVAL, Progress, Reporter
+from joiner.sim.restart import Restarts
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
     AdvanceStep,
@@ -41,7 +43,9 @@ from joiner.sim.scenario import (
     CapacityStep,
     DeleteStep,
     ExpectStep,
+    FaultStep,
     InterruptStep,
+    RestartStep,
     ScaleStep,
     Scenario,
     ScenarioError,
@@ -212,7 +216,11 @@ class Simulation:
         # deliver: one thawed object serves both.
         self.kube = MemoryKube(self.clock, seed=seed, share_watched_objects=True)
         self.cloud = build_cloud(scenario, self.clock)
+        self.faults = Faults(self.kube, self.cloud, seed)
         self.interruptions: Interruptions | None = None
+        self.restarts = Restarts()
+        # Called after every virtual instant (tests check invariants at every step).
+        self.after_instant: Callable[[], None] | None = None
         try:
             self._wire(scenario)
         except BaseException:
@@ -223,22 +231,35 @@ class Simulation:
         self.interruptions = Interruptions.for_scenario(
             scenario, self.kube, self.clock, self.cloud.reclaim
         )
-        self.operator = Operator(
-            self.kube,
-            self.cloud.provider,
-            self.clock,
-            self.cloud.resolve_nodeclass,
-            operator_options(scenario),
-            validate=validate_object,
-            interruption_feed=self.interruptions.feed if self.interruptions else None,
-        )
-        self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
+        self._start_operator()
         self.observer = Observer(
             self.kube, self.clock, self.cloud, self.operator, SIM_START, PodIndex()
         )
         self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
-        self.operator.attach(DrainFeed)
         self.end = SIM_START + scenario.max_virtual_seconds
+
+    def _start_operator(self) -> None:
+        """A fresh operator, knowing nothing but what it lists from the API server."""
+        self.operator = Operator(
+            self.faults.kube,
+            self.faults.cloud,
+            self.clock,
+            self.cloud.resolve_nodeclass,
+            operator_options(self.scenario),
+            validate=validate_object,
+            interruption_feed=self.interruptions.feed if self.interruptions else None,
+        )
+        self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
+        self.operator.attach(DrainFeed)
+
+    def restart_operator(self) -> None:
+        """Drop the operator and everything it holds in memory (the cloud provider's
+        included) and start a fresh one against the same objects and cloud."""
+        self.restarts.restarted(self.operator.manager.reconcile_count)
+        self.operator.feed.stop()
+        self.cloud.restart_provider()
+        self._start_operator()
+        self.observer.operator_restarted(self.operator)
 
     # --- running -----------------------------------------------------------------------
 
@@ -290,13 +311,20 @@ class Simulation:
             unsettled = self._unsettled(step)
         elif isinstance(step, CapacityStep):
             self._capacity(step)
+        elif isinstance(step, FaultStep):
+            self.faults.inject(step, self.world.kubelet)
+        elif isinstance(step, RestartStep):
+            self.restarts.plan(step, self._schedule, self.operator.manager.reconcile_count)
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
         elif isinstance(step, UnhealthyStep):
             self._unhealthy(step)
         elif isinstance(step, ExpectStep):
             failures = evaluate_expect(
-                step, self.observer.snapshot(), list(self.observer.nodeclaims.values())
+                step,
+                self.observer.snapshot(),
+                list(self.observer.nodeclaims.values()),
+                lambda: len(self.observer.unclaimed_instances()),
             )
         self._run_instant()
         return StepRecord(
@@ -341,16 +369,20 @@ class Simulation:
     def _run_instant(self) -> None:
         self.budget.new_instant()
         while True:
+            if self.restarts.due:
+                self.restart_operator()
             ran = (
                 self.operator.pump()
                 + self.world.pump()
-                + self.operator.manager.run_due()
+                + self.operator.manager.run_due(proceed=self._operator_may_proceed)
                 + self.world.manager.run_due()
                 + self.kube.run_controllers()
             )
             if not ran:  # quiet: now what waits for the rest (the kube-scheduler)
                 ran = self.world.after_quiet.run_due(limit=1)
-            if not ran:
+            if not ran and not self.restarts.due:
+                if self.after_instant is not None:
+                    self.after_instant()
                 return
             self._charge(ran)
 
@@ -384,6 +416,9 @@ class Simulation:
                 where=self._where,
             )
         )
+
+    def _operator_may_proceed(self) -> bool:
+        return self.restarts.proceed(self.operator.manager.reconcile_count)
 
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being

@@ -45,6 +45,10 @@ class Kubelet:
         self.launch_delay, self.ready_delay = launch_delay, ready_delay
         self.region = region
         self.registration_scheduled: set[str] = set()
+        # Faults: how many of the next instances never register a Node, and how many of
+        # the next Nodes never become Ready.
+        self.never_register = 0
+        self.never_ready = 0
 
     # --- what to do next, from watch events ---------------------------------------------
 
@@ -85,6 +89,9 @@ class Kubelet:
         provider_id = claim["status"]["providerID"]
         if claim["metadata"].get("deletionTimestamp") or not self.instance_exists(provider_id):
             return DONE
+        if self.never_register:
+            self.never_register -= 1
+            return DONE
         spec = claim.get("spec") or {}
         node = {
             "apiVersion": "v1",
@@ -124,6 +131,9 @@ class Kubelet:
         return DONE
 
     def _ready(self, node_name: str) -> Result:
+        if self.never_ready:
+            self.never_ready -= 1
+            return DONE
         node = self.kube.get("Node", node_name)
         set_condition(
             node["status"]["conditions"], "Ready", TRUE, self.clock.now(), reason="KubeletReady"

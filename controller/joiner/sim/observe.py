@@ -120,6 +120,13 @@ class Observer:
         else:
             self._nodes[name] = node
 
+    def unclaimed_instances(self) -> list[str]:
+        """Provider IDs of the cloud's instances that no NodeClaim names: leaked, or a
+        launch whose NodeClaim status is not written yet."""
+        claimed = set(self._claim_providers.values())
+        launched = (c.status.provider_id for c in self.cloud.provider.list())
+        return sorted(p for p in launched if p and p not in claimed)
+
     def has_node(self, name: str) -> bool:
         return name in self._nodes
 
@@ -154,6 +161,20 @@ class Observer:
             record.last_time = self.elapsed()
         if reason == "Evicted":
             self.totals.evictions += added
+
+    def operator_restarted(self, operator: Operator) -> None:
+        """Pending reasons now come from the fresh operator; the restart is an event."""
+        self.operator = operator
+        self.totals.restarts += 1
+        self.events.append(
+            EventRecord(
+                time=self.elapsed(),
+                kind="Operator",
+                name="joiner",
+                reason="Restarted",
+                message="operator restarted: every in-memory structure dropped",
+            )
+        )
 
     # --- integration over time ------------------------------------------------------------
 

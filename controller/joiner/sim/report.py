@@ -274,6 +274,8 @@ def _summary(result: SimulationResult) -> str:
         f"evictions {totals.evictions}",
         f"pod pending time {totals.pod_pending_seconds:.0f}s",
     ]
+    if totals.restarts:
+        items.append(f"controller restarts {totals.restarts}")
     return '<p class="summary">' + "".join(f"<span>{_e(i)}</span>" for i in items) + "</p>"
 
 

@@ -215,6 +215,7 @@ class Totals:
     nodeclaims_deleted: int = 0
     evictions: int = 0
     pod_pending_seconds: float = 0.0
+    restarts: int = 0  # of the operator (restart steps)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -223,6 +224,7 @@ class Totals:
             "nodeclaimsDeleted": self.nodeclaims_deleted,
             "evictions": self.evictions,
             "podPendingSeconds": float(self.pod_pending_seconds),
+            "restarts": self.restarts,
         }
 
 

@@ -77,7 +77,8 @@ def _header(result: SimulationResult) -> list[str]:
         f"{format_time(result.final.time)} of virtual time",
         f"Cost ${totals.cost:.4f}; NodeClaims created {totals.nodeclaims_created}, "
         f"deleted {totals.nodeclaims_deleted}; evictions {totals.evictions}; "
-        f"pod pending time {totals.pod_pending_seconds:.0f}s",
+        f"pod pending time {totals.pod_pending_seconds:.0f}s"
+        + (f"; controller restarts {totals.restarts}" if totals.restarts else ""),
     ]
 
 

@@ -337,6 +337,7 @@ class ClusterState:
             and (sn.nodeclaim is None or sn.nodeclaim.name not in self.marked_for_deletion)
         ]
         return ClusterSnapshot(
+            pool_usage=self.pool_usage(),
             nodes=nodes,
             daemonsets=[
                 DaemonSet(key, ((ds.get("spec") or {}).get("template")) or {})
@@ -348,6 +349,22 @@ class ClusterState:
                 storage_classes=self.objects["StorageClass"],
             ),
         )
+
+    def pool_usage(self) -> dict[str, res.ResourceList]:
+        """What each NodePool's nodes hold against its limits: every node of the pool
+        that still exists, counted once each, those being deleted or disrupted included
+        (they hold their capacity until they are gone), so that no replacement takes a
+        pool over its limits."""
+
+        def compute() -> dict[str, res.ResourceList]:
+            usage: dict[str, res.ResourceList] = {}
+            for sn in self.state_nodes():
+                if sn.nodepool is not None and sn.managed:
+                    used = res.add(sn.capacity or sn.allocatable, {res.NODES: 1000})
+                    usage[sn.nodepool] = res.add(usage.get(sn.nodepool, {}), used)
+            return usage
+
+        return self.memo("pool-usage", compute)
 
     def _existing_nodes(self) -> list[tuple[StateNode, ExistingNode]]:
         """Every node not being deleted, as the scheduler sees it: built once per state

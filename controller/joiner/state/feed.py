@@ -144,24 +144,34 @@ class ThreadedFeed:
                 self._watched(kind, known, item)
 
     def _relisted(self, kind: str, known: dict[str, dict[str, Any]], listing: ObjectList) -> None:
-        current = {_key(o): o for o in listing.items}
-        for key, obj in known.items():
-            if key not in current:
-                self._events.put((kind, "DELETED", obj))
-        for obj in listing.items:
-            self._events.put((kind, "ADDED" if _key(obj) not in known else "MODIFIED", obj))
-        known.clear()
-        known.update(current)
+        for type_, obj in relist_changes(known, listing.items):
+            self._events.put((kind, type_, obj))
         self._events.put((kind, None, None))
 
     def _watched(self, kind: str, known: dict[str, dict[str, Any]], event: WatchEvent) -> None:
         if event.type == "DELETED":
-            known.pop(_key(event.object), None)
+            known.pop(object_key(event.object), None)
         else:
-            known[_key(event.object)] = event.object
+            known[object_key(event.object)] = event.object
         self._events.put((kind, event.type, event.object))
 
 
-def _key(obj: dict[str, Any]) -> str:
+def relist_changes(
+    known: dict[str, dict[str, Any]], items: list[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """What a consumer that was told ``known`` (by object_key) must hear to match a
+    fresh listing: DELETED for what went meanwhile, ADDED or MODIFIED for the rest.
+    ``known`` becomes the listing."""
+    current = {object_key(o): o for o in items}
+    changes: list[tuple[str, dict[str, Any]]] = [
+        ("DELETED", obj) for key, obj in known.items() if key not in current
+    ]
+    changes += [("ADDED" if object_key(o) not in known else "MODIFIED", o) for o in items]
+    known.clear()
+    known.update(current)
+    return changes
+
+
+def object_key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name', '')}"

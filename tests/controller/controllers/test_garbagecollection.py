@@ -7,7 +7,7 @@ from joiner.api import labels as wk
 from joiner.api.nodeclaim import NodeClaim
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider, new_instance_type
-from joiner.controllers.garbagecollection import INTERVAL, GarbageCollection
+from joiner.controllers.garbagecollection import INTERVAL, ORPHAN_GRACE, GarbageCollection
 from joiner.kube.api import NotFound
 from joiner.kube.memory import MemoryKube
 from joiner.state.cluster import ClusterState
@@ -29,13 +29,18 @@ def world():
 def test_an_instance_without_nodeclaim_goes_after_30_seconds_seen():
     clock, _, cloud, _, gc = world()
     orphan = cloud.create(NodeClaim.from_dict(claim("gone-before-its-status")))
-    assert gc.reconcile("gc").requeue_after == INTERVAL
+    assert gc.reconcile("gc").requeue_after == ORPHAN_GRACE  # the next look: when it is due
     clock.advance(29)
-    gc.reconcile("gc")
+    assert gc.reconcile("gc").requeue_after == pytest.approx(1)
     assert orphan.status.provider_id in cloud.instances
     clock.advance(1)
-    gc.reconcile("gc")
+    assert gc.reconcile("gc").requeue_after == INTERVAL
     assert cloud.instances == {}
+
+
+def test_without_unclaimed_instances_the_next_pass_is_an_interval_away():
+    _, _, _, _, gc = world()
+    assert gc.reconcile("gc").requeue_after == INTERVAL
 
 
 def test_an_instance_with_a_nodeclaim_stays():

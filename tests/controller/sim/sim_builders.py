@@ -4,6 +4,7 @@ conftest, so that test modules can import it by a name no other test directory u
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -18,6 +19,7 @@ from joiner.sim.result import (
     StepRecord,
     Totals,
 )
+from joiner.sim.scenario import load_scenario
 
 GIB = 2**30
 
@@ -49,6 +51,22 @@ BASE_SCENARIO: dict[str, Any] = testing.scenario(
 
 def to_text(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, sort_keys=False)
+
+
+# Five of BASE_SCENARIO's 500m pods: two of its 2-CPU nodes.
+SCALE_UP = {"scale": {"kind": "Deployment", "name": "app", "replicas": 5}}
+
+
+def with_steps(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """BASE_SCENARIO with these steps instead of its own."""
+    document = copy.deepcopy(BASE_SCENARIO)
+    document["spec"]["steps"] = steps
+    return document
+
+
+def load_steps(steps: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The loaded steps of BASE_SCENARIO with these steps."""
+    return load_scenario(to_text(with_steps(steps))).steps
 
 
 def node(name: str, **overrides: Any) -> NodeView:

@@ -20,6 +20,7 @@ def test_the_examples_are_there():
         "node-repair.yaml",
         "replicas-1000.yaml",
         "replicas-10000.yaml",
+        "restarts.yaml",
         "spot-interruption.yaml",
         "walkthrough.yaml",
         "weighted-pools.yaml",

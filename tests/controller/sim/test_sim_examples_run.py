@@ -62,3 +62,16 @@ def test_walkthrough_returns_to_the_static_node_and_prices_it(capsys: pytest.Cap
     assert reasons.count("Expired") >= 1
     assert reasons[-1] == "Empty"
     assert all(c["capacityType"] == "spot" for c in result["nodeclaims"])
+
+
+def test_restarts_shows_two_restarts_and_nothing_lost(capsys: pytest.CaptureFixture):
+    restarts = next(p for p in EXAMPLES if p.stem == "restarts")
+    assert main(["simulate", str(restarts), "--output", "table"]) == 0
+    table = capsys.readouterr().out
+    restarted = [line for line in table.splitlines() if "Operator/joiner" in line]
+    assert [line.split()[0] for line in restarted] == ["0:00:15", "0:01:40"]
+    assert "; controller restarts 2" in table
+    result = Simulation(load_scenario(restarts)).run()
+    assert result.totals.nodeclaims_created == 6  # three for the scale-up, three replacements
+    assert result.totals.restarts == 2
+    assert result.final.pending_pods == [] and result.final.pods_running == 9

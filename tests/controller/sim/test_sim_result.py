@@ -102,6 +102,7 @@ EXPECTED = {
         "nodeclaimsDeleted": 0,
         "evictions": 0,
         "podPendingSeconds": 160.0,
+        "restarts": 0,
     },
 }
 

@@ -788,7 +788,7 @@ def test_unknown_action(scenario_doc):
     set_step(scenario_doc, 2, {"scal": {"kind": "Deployment", "name": "app", "replicas": 1}})
     assert error_of(scenario_doc) == (
         "spec.steps[2]: unknown action 'scal' (expected one of apply, delete, scale, advance, "
-        "settle, interrupt, unhealthy, capacity, expect)"
+        "settle, interrupt, unhealthy, capacity, restart, fault, expect)"
     )
 
 
@@ -989,13 +989,13 @@ def test_capacity_errors(scenario_doc, capacity, message):
             {},
             "spec.steps[0].expect: give at least one of pendingPods, podsRunning, nodes, "
             "nodeclaims, nodesByPool, nodesByInstanceType, nodesByZone, nodesByCapacityType, "
-            "costPerHourAtMost, pendingReason",
+            "costPerHourAtMost, pendingReason, unclaimedInstances",
         ),
         (
             {"pending": 0},
             "spec.steps[0].expect: unknown field 'pending' (expected one of pendingPods, "
             "podsRunning, nodes, nodeclaims, nodesByPool, nodesByInstanceType, nodesByZone, "
-            "nodesByCapacityType, costPerHourAtMost, pendingReason)",
+            "nodesByCapacityType, costPerHourAtMost, pendingReason, unclaimedInstances)",
         ),
         (
             {"pendingPods": "few"},

@@ -5,7 +5,6 @@ the orchestrator carries them out."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from joiner.controllers.runtime import Result
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.identity import IdentityCache
 from joiner.metrics import Metrics
-from joiner.scheduling.model import Plan, VolumeCatalog
+from joiner.scheduling.model import Plan, Unplaceable, VolumeCatalog
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
 from joiner.scheduling.solver import solve
@@ -42,6 +41,7 @@ VALIDATION_DELAY = 15.0
 WHEN_EMPTY = "WhenEmpty"
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
 PODS_LISTS_KEPT = 10_000  # nodes' pod lists whose requests are remembered
+STARTING_NODE = "starting node"  # the constraint of pods that would go to one
 
 
 @dataclass
@@ -102,6 +102,9 @@ class Disruption:
 
     def reconcile(self, key: str) -> Result:
         if not self.state.synced or self.orchestrator.busy:
+            return Result(requeue_after=PASS_INTERVAL)
+        if self.orchestrator.recover():
+            self.enqueue_orchestration(ORCHESTRATION_KEY)
             return Result(requeue_after=PASS_INTERVAL)
         self._new_pass()
         if self.pending is not None:
@@ -407,19 +410,24 @@ class Disruption:
         )
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
-        """Where the candidates' pods would go without them. Nodes still starting do not
-        count: their room is spoken for by the pods they were launched for."""
+        """Where the candidates' pods would go without them. A pod that would go to a
+        node still starting makes the plan unplaceable for now, as in Karpenter: that
+        room may be what the node was launched for (a replacement a restarted process
+        no longer remembers, pods nominated to it), and a second node for the same pods
+        would be a double launch; once the node is initialized the pass tries again."""
         pods = [p for c in candidates for p in c.pods]
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
         snapshot = self.state.snapshot(exclude=exclude)
-        # Still counted against pool limits (capacity), but no room to move pods into.
-        snapshot.nodes = [
-            n if n.initialized else dataclasses.replace(n, allocatable={}, capacity=n.capacity)
-            for n in snapshot.nodes
-        ]
         pools = self.provisioner.ready_nodepools()
         types = {pool.name: self._instance_types(pool.name) for pool in pools}
-        return solve(pods, pools, types, snapshot)
+        plan = solve(pods, pools, types, snapshot)
+        starting = {n.name for n in snapshot.nodes if not n.initialized}
+        for pod, node in plan.existing.items():
+            if node in starting:
+                plan.unplaceable[pod] = Unplaceable(
+                    pod, STARTING_NODE, f"would schedule on {node}, which is not initialized yet"
+                )
+        return plan
 
     def _instance_types(self, pool_name: str) -> Sequence[InstanceType]:
         if pool_name not in self._types:

@@ -1,7 +1,8 @@
 """The orchestration queue [DISR-9]: a decided command is carried out in order:
 taint the candidates, create the replacements, wait until every replacement is
 initialized, then delete the candidates. If a replacement fails or the wait
-times out, the candidates are untainted and stay."""
+times out, the candidates are untainted and stay. The commands live in memory; what
+they wrote (taints, annotated replacements) lets a restarted process resume them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 from joiner.api import conditions as cond
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
+from joiner.api.nodeclaim import NodeClaim
+from joiner.clock import from_rfc3339
 from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.disruption.methods import Command
 from joiner.controllers.provisioning import nodeclaim_manifest
@@ -27,9 +30,18 @@ REPLACEMENT_TIMEOUT = 10 * 60.0
 POLL = 2.0
 
 
+@dataclass(frozen=True)
+class Target:
+    """A candidate of a command in flight: its NodeClaim and its Node's name."""
+
+    nodeclaim: str
+    node: str
+
+
 @dataclass
 class InFlight:
-    command: Command
+    reason: str
+    targets: list[Target]
     started: float
     replacements: list[str] = field(default_factory=list)
 
@@ -46,17 +58,22 @@ class Orchestrator(Controller):
         return bool(self.in_flight)
 
     def start(self, command: Command) -> None:
-        """Taint and mark the candidates, launch the replacements."""
+        """Taint and mark the candidates, launch the replacements (each naming the
+        NodeClaims it replaces, for a restarted process to resume the command)."""
+        targets = [Target(c.nodeclaim, c.name) for c in command.candidates]
         for candidate in command.candidates:
             self.state.marked_for_deletion.update({candidate.nodeclaim, candidate.name})
             self._taint(candidate.name, add=True)
             self._mark_reason(candidate.nodeclaim, command.reason)
             self.metrics.nodeclaims_disrupted.labels(candidate.pool.name, command.reason).inc()
             self.metrics.disruption_decisions.labels(command.decision, command.reason).inc()
-        flight = InFlight(command, self.clock.now())
+        flight = InFlight(command.reason, targets, self.clock.now())
+        replaces = ",".join(t.nodeclaim for t in targets)
         for plan in command.replacements:
             pool = self.state.nodepools[plan.nodepool]
-            created = self.kube.create(nodeclaim_manifest(pool, plan))
+            manifest = nodeclaim_manifest(pool, plan)
+            manifest["metadata"]["annotations"][wk.REPLACES_ANNOTATION] = replaces
+            created = self.kube.create(manifest)
             flight.replacements.append(created["metadata"]["name"])
         self._announce(command)
         self.in_flight.append(flight)
@@ -80,25 +97,81 @@ class Orchestrator(Controller):
                 self._abandon(flight, "replacements not initialized within 10m")
                 return True
             return False
-        for candidate in flight.command.candidates:
+        for target in flight.targets:
             with contextlib.suppress(NotFound):
-                self.kube.delete("NodeClaim", candidate.nodeclaim)
+                self.kube.delete("NodeClaim", target.nodeclaim)
         return True
 
     def _abandon(self, flight: InFlight, why: str) -> None:
-        for candidate in flight.command.candidates:
-            self.state.marked_for_deletion.difference_update({candidate.nodeclaim, candidate.name})
-            self._taint(candidate.name, add=False)
-            self._clear_reason(candidate.nodeclaim)
-            claim = self.state.nodeclaims.get(candidate.nodeclaim)
+        for target in flight.targets:
+            self._release(target)
+            claim = self.state.nodeclaims.get(target.nodeclaim)
             if claim is not None:
                 self.recorder.record(
                     claim.to_dict(),
                     WARNING,
                     "DisruptionFailed",
-                    f"{flight.command.reason}: {why}; node kept",
+                    f"{flight.reason}: {why}; node kept",
                 )
         log.info("disruption abandoned: %s", why)
+
+    def _release(self, target: Target) -> None:
+        self.state.marked_for_deletion.difference_update({target.nodeclaim, target.node})
+        self._taint(target.node, add=False)
+        self._clear_reason(target.nodeclaim)
+
+    # --- after a restart ------------------------------------------------------------------
+
+    def recover(self) -> bool:
+        """Take up what a previous process left (it restarted, or lost its leadership)
+        with the nodes it tainted: a command whose replacements exist is resumed (marked
+        and waited for again, from when they were created); a node no such command
+        covers is untainted and its disruption reason cleared, as Karpenter does before
+        each pass, so it is a candidate like any other again. True when a command was
+        resumed (the orchestration queue then has work)."""
+        replacing: dict[str, list[str]] | None = None  # read at the first tainted node
+        resumed: dict[tuple[str, ...], InFlight] = {}
+        for node in self.state.managed_nodes():
+            claim = node.nodeclaim
+            if claim is None or node.deleting or node.name in self.state.marked_for_deletion:
+                continue
+            if not any(t.get("key") == wk.DISRUPTED_TAINT_KEY for t in node.taints):
+                continue
+            target = Target(claim.name, node.name)
+            if replacing is None:
+                replacing = self._replacements_by_target()
+            replacements = replacing.get(claim.name)
+            if not replacements:
+                log.info("node %s: disrupted taint of a dropped command removed", node.name)
+                self._release(target)
+                continue
+            key = tuple(sorted(replacements))
+            flight = resumed.setdefault(key, self._resumed(claim, replacements))
+            flight.targets.append(target)
+            self.state.marked_for_deletion.update({target.nodeclaim, target.node})
+        self.in_flight.extend(resumed.values())
+        return bool(resumed)
+
+    def _replacements_by_target(self) -> dict[str, list[str]]:
+        """Live replacement NodeClaims, by the name of each NodeClaim they replace."""
+        replacing: dict[str, list[str]] = {}
+        for claim in self.state.nodeclaims.values():
+            names = (claim.metadata.get("annotations") or {}).get(wk.REPLACES_ANNOTATION)
+            if not names or claim.metadata.get("deletionTimestamp"):
+                continue
+            for name in names.split(","):
+                replacing.setdefault(name, []).append(claim.name)
+        return replacing
+
+    def _resumed(self, claim: NodeClaim, replacements: list[str]) -> InFlight:
+        created = [
+            from_rfc3339(self.state.nodeclaims[name].metadata["creationTimestamp"])
+            for name in replacements
+        ]
+        reason = cond.get_condition(claim.status.conditions, nc.DISRUPTION_REASON)
+        why = (reason or {}).get("reason") or "Resumed"
+        log.info("resuming disruption of %s (replacements %s)", claim.name, replacements)
+        return InFlight(why, [], min(created), sorted(replacements))
 
     def _announce(self, command: Command) -> None:
         for candidate in command.candidates:

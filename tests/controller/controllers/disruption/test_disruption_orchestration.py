@@ -95,3 +95,41 @@ def test_termination_grace_period_ends_a_drain_that_a_pdb_blocks():
     assert deleted[0].message == "terminationGracePeriod elapsed"
     assert 720 <= deleted[0].time <= 725
     assert any(e.reason == "FailedDraining" for e in result.events)
+
+
+def test_a_restart_right_after_a_command_started_leaves_no_node_tainted():
+    """A restart between tainting an empty node and deleting it; meanwhile the node was
+    annotated do-not-disrupt, so no new pass chooses it again: the fresh process removes
+    the taint and the reason the dropped command left (Karpenter does so each pass)."""
+    small = instance_type("small", "2", "4Gi", od(0.1))
+    pool = types_pool("small", disruption={"consolidateAfter": "30s"})
+
+    def interrupt_the_first_command(simulation) -> None:
+        orchestrator = simulation.operator.orchestrator
+        start = orchestrator.start
+
+        def start_then_crash(command) -> None:
+            start(command)
+            for candidate in command.candidates:
+                node = simulation.kube.get("Node", candidate.name)
+                node["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = (
+                    "true"
+                )
+                simulation.kube.update(node)
+            simulation.restarts.request()
+
+        orchestrator.start = start_then_crash
+
+    result = simulate(
+        [small],
+        [pool, deployment("app", 1, "1")],
+        [{"settle": "5m"}, scale("app", 0), {"advance": "3m"}],
+        prepare=interrupt_the_first_command,
+    )
+    assert result.totals.restarts == 1
+    assert [message for _, message in disruptions(result)] == [
+        f"Empty: delete {result.nodeclaims[0].name}"
+    ]
+    (node,) = [n for n in result.final.nodes if n.managed]
+    assert all(t["key"] != "karpenter.sh/disrupted" for t in node.taints)
+    assert [c.disruption_reason for c in result.nodeclaims] == [None]

@@ -1,0 +1,280 @@
+"""The crash-anywhere property suite's parts: generated workloads, the fault points of
+a run, the invariants, and the scenario YAML that replays a failure with
+`joiner simulate`. (A plain module, imported by test_sim_properties.py.)
+
+A workload is a scenario on the fake cloud: one or two Deployments scaling up and
+down, one NodePool with a disruption budget, maybe a CPU limit, a PDB, a drift. It runs
+once without faults (the baseline), then once per fault point with one fault or
+restart injected from the start: a restart right after the controller's k-th
+reconcile, or its k-th API call or cloud call failing, so that every point of its work
+can be hit in turn.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+from joiner import testing
+from joiner.api import nodeclaim as nc
+from joiner.api import resources as res
+from joiner.api.conditions import get_condition
+from joiner.controllers.garbagecollection import INTERVAL, ORPHAN_GRACE
+from joiner.sim.engine import Simulation
+from joiner.sim.result import SimulationResult
+from joiner.sim.scenario import scenario_from_document
+
+# An instance no NodeClaim names goes within this (see GarbageCollection).
+ORPHAN_WINDOW = INTERVAL + ORPHAN_GRACE
+# A controller with nothing it can do (every offering without capacity) must not spin:
+# its API calls per virtual minute stay under this.
+MAX_CALLS_PER_MINUTE = 60
+VOLUNTARY = ("Empty", "Underutilized", "Drifted")
+LIVENESS = ("LaunchFailed", "LaunchTimeout", "RegistrationTimeout", "ReadyTimeout")
+CPUS = {"small": 2, "large": 8}
+FINAL_SETTLE = "30m"
+
+CATALOGUE = [
+    testing.scenario_instance_type(
+        "small",
+        "2",
+        "4Gi",
+        {"zone-a/spot": 0.03, "zone-a/on-demand": 0.08, "zone-b/on-demand": 0.08},
+    ),
+    testing.scenario_instance_type(
+        "large", "8", "16Gi", {"zone-a/spot": 0.1, "zone-a/on-demand": 0.3, "zone-b/on-demand": 0.3}
+    ),
+]
+
+
+# --- workloads ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    document: dict[str, Any]  # the scenario, without a fault
+    cpu_limit: int | None
+    budget: int
+
+    def with_fault(self, fault: dict[str, Any] | None) -> dict[str, Any]:
+        document = copy.deepcopy(self.document)
+        if fault is not None:
+            document["spec"]["steps"].insert(0, fault)
+        return document
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> Workload:
+    apps = draw(st.integers(1, 2))
+    cpus = [draw(st.sampled_from(["250m", "500m", "1", "1500m"])) for _ in range(apps)]
+    stages = draw(
+        st.lists(st.lists(st.integers(0, 10), min_size=apps, max_size=apps), min_size=1, max_size=3)
+    )
+    budget = draw(st.integers(1, 2))
+    cpu_limit = draw(st.sampled_from([None, 8, 16]))
+    disruption = {
+        "consolidateAfter": draw(st.sampled_from(["0s", "30s", "Never"])),
+        "budgets": [{"nodes": str(budget)}],
+    }
+    limits = {"cpu": str(cpu_limit)} if cpu_limit else None
+    objects: list[dict[str, Any]] = [
+        testing.ec2nodeclass(),
+        testing.nodepool(disruption=disruption, limits=limits),
+    ]
+    for i, cpu in enumerate(cpus):
+        objects.append(testing.deployment(f"app{i}", 0, cpu, "256Mi"))
+    if draw(st.booleans()):
+        objects.append(testing.pod_disruption_budget("app0", max_unavailable=1))
+    steps: list[dict[str, Any]] = []
+    for stage in stages:
+        for i, replicas in enumerate(stage):
+            steps.append({"scale": {"kind": "Deployment", "name": f"app{i}", "replicas": replicas}})
+        steps.append({"advance": draw(st.sampled_from(["20s", "45s", "90s", "3m"]))})
+    if draw(st.booleans()):  # drift: the pool's template changes, its nodes are replaced
+        drifted = testing.nodepool(disruption=disruption, limits=limits, labels={"rev": "2"})
+        steps += [{"apply": [drifted]}, {"advance": "2m"}]
+    steps += [{"settle": FINAL_SETTLE}, {"advance": "3m"}, {"settle": FINAL_SETTLE}]
+    document = testing.scenario("crash", CATALOGUE, objects, steps, zones=("zone-a", "zone-b"))
+    return Workload(document, cpu_limit, budget)
+
+
+# --- fault points ---------------------------------------------------------------------------
+
+KUBE_ERRORS = ("409", "429", "500", "timeout")
+
+
+def fault_points(reconciles: int, kube_calls: int, cloud_calls: int, count: int) -> list[dict]:
+    """``count`` fault steps spread over the baseline's work (fewer only when the run
+    has fewer points than that): each kubelet and watch fault once, then restarts after
+    the k-th reconcile (a quarter), the k-th cloud call failing (an eighth), and the
+    k-th API call failing (the rest, each error in turn), k stepping evenly over the
+    run."""
+    points: list[dict] = [
+        {"fault": {"kubelet": {"neverRegister": 1}}},
+        {"fault": {"kubelet": {"neverReady": 1}}},
+        {"fault": {"watch": {"kind": "Pod", "error": "410"}}},
+        {"fault": {"watch": {"kind": "NodeClaim", "error": "drop"}}},
+    ]
+    points += [{"restart": {"afterReconciles": k}} for k in _spread(1, reconciles, count // 4)]
+    cloud_errors = ("throttled", "failed")
+    points += [
+        {"fault": {"cloud": {"error": cloud_errors[i % 2], "after": k}}}
+        for i, k in enumerate(_spread(0, cloud_calls - 1, count // 8))
+    ]
+    points += [
+        {"fault": {"kube": {"error": KUBE_ERRORS[i % len(KUBE_ERRORS)], "after": k}}}
+        for i, k in enumerate(_spread(0, kube_calls - 1, count - len(points)))
+    ]
+    return points
+
+
+def _spread(first: int, last: int, count: int) -> list[int]:
+    """``count`` distinct integers from first to last, evenly apart (all when fewer)."""
+    if last < first or count < 1:
+        return []
+    if count >= last - first + 1:
+        return list(range(first, last + 1))
+    step = (last - first) / max(1, count - 1)
+    return sorted({first + round(i * step) for i in range(count)})
+
+
+# --- running and checking ---------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    result: SimulationResult
+    violations: list[str] = field(default_factory=list)
+    reconciles: int = 0
+    kube_calls: int = 0
+    cloud_calls: int = 0
+
+
+def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
+    sim = Simulation(scenario_from_document(workload.with_fault(fault)))
+    checker = Invariants(sim, workload)
+    sim.after_instant = checker.at_instant
+    cloud_calls = _count_cloud_calls(sim)
+    result = sim.run()
+    outcome = Outcome(
+        result,
+        checker.violations,
+        sim.restarts.total(sim.operator.manager.reconcile_count),
+        sim.faults.kube.calls,
+        cloud_calls(),
+    )
+    return outcome
+
+
+def _count_cloud_calls(sim: Simulation):
+    calls = [0]
+    take = sim.faults.cloud.faults.take
+
+    def counting(call: str, kind: str | None = None) -> str | None:
+        calls[0] += 1
+        return take(call, kind)
+
+    sim.faults.cloud.faults.take = counting  # type: ignore[method-assign]
+    return lambda: calls[0]
+
+
+class Invariants:
+    """The invariants checked at every virtual instant of a run."""
+
+    def __init__(self, sim: Simulation, workload: Workload) -> None:
+        self.sim, self.workload = sim, workload
+        self.violations: list[str] = []
+        self._unclaimed_since: dict[str, float] = {}
+
+    def _fail(self, what: str) -> None:
+        if len(self.violations) < 5:
+            self.violations.append(f"t={self.sim.observer.elapsed():.1f}s: {what}")
+
+    def at_instant(self) -> None:
+        now = self.sim.clock.now()
+        claims = self.sim.kube.list("NodeClaim").items
+        self._orphans(now, claims)
+        self._limits(claims)
+        self._budgets(claims)
+        pod_deletes = self.sim.faults.kube.counts[("delete", "Pod")]
+        if pod_deletes:
+            self._fail(f"the controller deleted {pod_deletes} pods (not by eviction)")
+
+    def _orphans(self, now: float, claims: list[dict[str, Any]]) -> None:
+        claimed = {(c.get("status") or {}).get("providerID") for c in claims}
+        unclaimed = [p for p in self.sim.cloud.provider.instances if p not in claimed]
+        self._unclaimed_since = {p: self._unclaimed_since.get(p, now) for p in unclaimed}
+        for provider_id, since in self._unclaimed_since.items():
+            if now - since > ORPHAN_WINDOW:
+                self._fail(f"instance {provider_id} without a NodeClaim for {now - since:.0f}s")
+
+    def _limits(self, claims: list[dict[str, Any]]) -> None:
+        limit = self.workload.cpu_limit
+        if limit is None:
+            return
+        cpu = sum(
+            res.parse_resource_list((c.get("status") or {}).get("capacity")).get(res.CPU, 0)
+            for c in claims
+        )
+        if cpu > limit * 1000:
+            self._fail(f"NodePool over its CPU limit: {cpu / 1000:g} > {limit}")
+
+    def _budgets(self, claims: list[dict[str, Any]]) -> None:
+        disrupting = [
+            c["metadata"]["name"]
+            for c in claims
+            if (
+                reason := get_condition(
+                    (c.get("status") or {}).get("conditions"), nc.DISRUPTION_REASON
+                )
+            )
+            and reason.get("reason") in VOLUNTARY
+        ]
+        if len(disrupting) > self.workload.budget:
+            self._fail(
+                f"{len(disrupting)} nodes disrupted at once, budget "
+                f"{self.workload.budget}: {disrupting}"
+            )
+
+
+def compare(baseline: Outcome, faulted: Outcome) -> list[str]:
+    """What the faulted run must share with the baseline at the end."""
+    problems = list(faulted.violations)
+    base, got = baseline.result, faulted.result
+    if got.unsettled and not base.unsettled:  # a pool limit can keep pods pending in both
+        problems += [f"not settled: {u}" for u in got.unsettled]
+    # Every pod that could run runs: when a pool limit keeps pods pending, which of them
+    # run depends on the order they came in, so only the limit may keep them pending.
+    stuck = [
+        p for p in got.final.pending_pods if not (base.final.pending_pods and "limit" in p.reason)
+    ]
+    if stuck:
+        problems.append(
+            f"pods pending at the end: {len(got.final.pending_pods)}, without the fault "
+            f"{len(base.final.pending_pods)}: {[(p.name, p.reason) for p in stuck][:2]}"
+        )
+    given_up = sum(1 for e in got.events if e.kind == "NodeClaim" and e.reason in LIVENESS)
+    allowed = base.totals.nodeclaims_created + given_up
+    if got.totals.nodeclaims_created > allowed:
+        problems.append(
+            f"{got.totals.nodeclaims_created} NodeClaims created, without the fault "
+            f"{base.totals.nodeclaims_created} (+{given_up} that failed to start)"
+        )
+    return problems
+
+
+class _PlainDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # every object written out in full: the file is read by people
+
+
+def repro(workload: Workload, fault: dict[str, Any] | None) -> str:
+    return yaml.dump(workload.with_fault(fault), Dumper=_PlainDumper, sort_keys=False)
+
+
+def iter_points(baseline: Outcome, count: int) -> Iterator[dict[str, Any]]:
+    yield from fault_points(baseline.reconciles, baseline.kube_calls, baseline.cloud_calls, count)

@@ -1,0 +1,102 @@
+"""Crash anywhere, lose nothing: for generated workloads, a restart or a fault at each
+point of the controller's work in turn, and the invariants checked at every virtual
+instant and at the end (crash_suite says which). A failure names the invariant and
+prints the scenario that replays it: save it and run `joiner simulate FILE`.
+
+Fixed examples by default (CI); to explore more:
+    JOINER_CRASH_WORKLOADS=100 JOINER_CRASH_POINTS=200 JOINER_CRASH_SEED=7 \\
+        .venv/bin/pytest -q tests/controller/sim/test_sim_properties.py
+(``JOINER_CRASH_SEED`` picks other workloads; hypothesis's ``--hypothesis-seed`` does
+too when the seed variable is set to ``random``.)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import crash_suite
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from joiner import testing
+
+WORKLOADS = int(os.environ.get("JOINER_CRASH_WORKLOADS", "8"))
+POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "72"))
+SEED = os.environ.get("JOINER_CRASH_SEED", "19")
+LOG = os.environ.get("JOINER_CRASH_LOG")  # a file: one line of progress per workload
+PAIRS: list[int] = []  # pairs run by this process, reported at the end
+
+
+def _seeded(test: Any) -> Any:
+    return test if SEED == "random" else seed(int(SEED))(test)
+
+
+@_seeded
+@settings(
+    max_examples=WORKLOADS,
+    deadline=None,
+    database=None,
+    derandomize=False,
+    phases=(Phase.explicit, Phase.generate),  # the failure prints its own replay
+    suppress_health_check=list(HealthCheck),
+)
+@given(workload=crash_suite.workloads())
+def test_no_restart_or_fault_loses_anything(workload: crash_suite.Workload):
+    baseline = crash_suite.run(workload, None)
+    if baseline.violations:
+        pytest.fail(
+            "without a fault:\n  " + "\n  ".join(baseline.violations) + "\n\nReplay it with "
+            "`joiner simulate FILE --output table`, FILE:\n" + crash_suite.repro(workload, None),
+            pytrace=False,
+        )
+    for fault in crash_suite.iter_points(baseline, POINTS):
+        outcome = crash_suite.run(workload, fault)
+        PAIRS.append(1)
+        problems = crash_suite.compare(baseline, outcome)
+        if problems:
+            pytest.fail(
+                f"with {fault}:\n  " + "\n  ".join(problems) + "\n\nReplay it with "
+                "`joiner simulate FILE --output table`, FILE:\n"
+                + crash_suite.repro(workload, fault),
+                pytrace=False,
+            )
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as log:
+            log.write(f"{len(PAIRS)} pairs, all held\n")
+
+
+def test_enough_pairs_were_run():
+    """The suite above covers at least 500 (workload, fault point) pairs per run (the
+    count is printed for `pytest -s`)."""
+    print(f"\ncrash suite: {len(PAIRS)} (workload, fault point) pairs")
+    if WORKLOADS * POINTS >= 500 and PAIRS:
+        assert len(PAIRS) >= 500
+
+
+def test_no_capacity_anywhere_leaves_pods_pending_without_a_hot_loop():
+    """Every offering fails with insufficient capacity: the pods stay pending with the
+    reason, and the controller's API calls per virtual minute stay bounded."""
+    unavailable = [
+        {"instanceType": name, "zone": zone, "capacityType": kind}
+        for name in ("small", "large")
+        for zone in ("zone-a", "zone-b")
+        for kind in ("spot", "on-demand")
+        if not (zone == "zone-b" and kind == "spot")
+    ]
+    document = testing.scenario(
+        "no-capacity",
+        crash_suite.CATALOGUE,
+        [testing.ec2nodeclass(), testing.nodepool(), testing.deployment("app", 4, "1", "1Gi")],
+        [{"fault": {"insufficientCapacity": unavailable}}, {"advance": "30m"}],
+        zones=("zone-a", "zone-b"),
+    )
+    workload = crash_suite.Workload(document, cpu_limit=None, budget=1)
+    outcome = crash_suite.run(workload, None)
+    final = outcome.result.final
+    assert len(final.pending_pods) == 4 and final.nodes == []
+    why = ("offering", "capacity", "available")  # the reason names what ran out
+    assert all(any(w in p.reason for w in why) for p in final.pending_pods), [
+        p.reason for p in final.pending_pods
+    ]
+    assert outcome.kube_calls / 30 <= crash_suite.MAX_CALLS_PER_MINUTE
+    assert outcome.violations == []
