@@ -83,6 +83,7 @@ SAMPLES_PER_HOLD = 2
 SPEED_TARGETS = {"fake": 20.0, "aws": 60.0}  # wall seconds for the full day (issue 20)
 COST_RATIO_TARGET = 1.15
 DISRUPTIONS_PER_POD_HOUR_TARGET = 1.0
+POLICIES = ("WhenEmptyOrUnderutilized", "Balanced")  # the consolidation policies compared
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ def scenario_document(
     provider: str,
     mix: Mix = DEPLOYMENTS,
     expire_after: str = "Never",
+    policy: str = "WhenEmptyOrUnderutilized",
 ) -> dict[str, Any]:
     cloud: dict[str, Any] = {"provider": provider}
     if provider == "fake":
@@ -308,7 +310,7 @@ def scenario_document(
                             }
                         },
                         "disruption": {
-                            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                            "consolidationPolicy": policy,
                             "consolidateAfter": "1m",
                         },
                     },
@@ -526,12 +528,15 @@ def assess(
 # --- running and reporting -----------------------------------------------------------------
 
 
-def run(provider: str, shape: DayShape) -> tuple[Simulation, SimulationResult, float, float]:
+def run(
+    provider: str, shape: DayShape, policy: str = POLICIES[0]
+) -> tuple[Simulation, SimulationResult, float, float]:
     """The day through the public loader, as a user's file would go; wall and CPU seconds
     of the simulation itself (building the cloud included). On a shared machine the CPU
     time says what the wall time would be on an idle one."""
     catalogue = load_catalogue()
-    text = yaml.safe_dump(scenario_document(shape, catalogue, provider), sort_keys=False)
+    document = scenario_document(shape, catalogue, provider, policy=policy)
+    text = yaml.safe_dump(document, sort_keys=False)
     scenario = load_scenario(text)
     started, cpu_started = time.perf_counter(), time.process_time()
     simulation = Simulation(scenario)
@@ -614,16 +619,17 @@ def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) ->
     return found
 
 
-def benchmark(provider: str) -> int:
+def benchmark(provider: str, policy: str = POLICIES[0]) -> int:
     quick = quick_mode()
     shape = QUICK_DAY if quick else FULL_DAY
     print(
         f"diurnal day: {shape.hours:g} virtual hours, {shape.low} -> {shape.peak} -> "
         f"{shape.low} pods in {len(DEPLOYMENTS)} Deployments, changed every "
-        f"{shape.change_minutes} min{' (quick mode: speed not judged)' if quick else ''}"
+        f"{shape.change_minutes} min, consolidationPolicy {policy}"
+        f"{' (quick mode: speed not judged)' if quick else ''}"
     )
     try:
-        simulation, result, wall, cpu = run(provider, shape)
+        simulation, result, wall, cpu = run(provider, shape, policy)
     except ScenarioError as error:
         if provider == "aws":
             print(f"provider aws: not available in this build ({error})")
@@ -647,9 +653,15 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="which cloud to simulate (default: both; aws reports when it is not built)",
     )
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default=POLICIES[0],
+        help="the NodePool's consolidationPolicy (default: WhenEmptyOrUnderutilized)",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(benchmark(provider) for provider in providers)
+    return max(benchmark(provider, args.policy) for provider in providers)
 
 
 if __name__ == "__main__":

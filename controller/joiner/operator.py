@@ -30,6 +30,7 @@ from joiner.controllers.nodepool import NodePoolStatus
 from joiner.controllers.podmetrics import PodStartupMetrics
 from joiner.controllers.provisioning import BATCH_KEY, Provisioner
 from joiner.controllers.runtime import Manager
+from joiner.controllers.static import StaticCapacity
 from joiner.controllers.termination import NodeFinalizer, Termination
 from joiner.events import EventRecorder
 from joiner.kube.api import KubeAPI
@@ -49,6 +50,7 @@ class OperatorOptions:
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False  # gate NodeRepair
+    static_capacity: bool = False  # gate StaticCapacity
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
     nodeclaim_creates_at_once: int = 1  # see Provisioner
 
@@ -59,6 +61,7 @@ class OperatorOptions:
             batch_max=settings.batch_max_duration,
             spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
             node_repair=settings.feature_gates.node_repair,
+            static_capacity=settings.feature_gates.static_capacity,
             replace_on_rebalance=settings.interruption_replace_on_rebalance,
         )
 
@@ -138,6 +141,10 @@ class Operator:
         if options.node_repair:
             self.health = NodeHealth(ctx)
             self.manager.register(self.health)
+        self.static: StaticCapacity | None = None
+        if options.static_capacity:
+            self.static = StaticCapacity(ctx, self.provisioner.is_ready)
+            self.manager.register(self.static)
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
             self._register_interruption(interruption_feed, options.replace_on_rebalance)
@@ -198,6 +205,8 @@ class Operator:
         pool = (obj["metadata"].get("labels") or {}).get(wk.NODEPOOL)
         if pool:  # one status write per pool and second, not one per NodeClaim change
             self.manager.enqueue(self.nodepool_status.name, pool, NODEPOOL_STATUS_DELAY)
+            if self.static is not None:
+                self.manager.enqueue(self.static.name, pool)
         if event_type == "DELETED":
             self._reprovision()
             return
@@ -234,6 +243,8 @@ class Operator:
             return
         if event_type != "DELETED":
             self.manager.enqueue(self.nodepool_status.name, name)
+            if self.static is not None:
+                self.manager.enqueue(self.static.name, name)
         for claim in self.state.nodeclaims.values():
             if claim.nodepool == name:  # drift and consolidateAfter follow the pool
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)

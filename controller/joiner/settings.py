@@ -40,12 +40,14 @@ class Setting:
 class FeatureGates:
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False
+    static_capacity: bool = False
 
 
 # Gate name as written in FEATURE_GATES -> FeatureGates field.
 FEATURE_GATE_FIELDS = {
     "SpotToSpotConsolidation": "spot_to_spot_consolidation",
     "NodeRepair": "node_repair",
+    "StaticCapacity": "static_capacity",
 }
 
 SETTINGS: tuple[Setting, ...] = (
@@ -99,7 +101,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "FEATURE_GATES",
         "feature_gates",
-        "SpotToSpotConsolidation=false,NodeRepair=false",
+        "SpotToSpotConsolidation=false,NodeRepair=false,StaticCapacity=false",
         "Optional features as Name=true|false pairs separated by commas.",
     ),
     Setting(

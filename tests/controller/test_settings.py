@@ -165,7 +165,7 @@ def test_cluster_name_is_required_unless_waived() -> None:
             "FEATURE_GATES",
             "Drift=true",
             "FEATURE_GATES: unknown feature gate 'Drift' (known: NodeRepair, "
-            "SpotToSpotConsolidation)",
+            "SpotToSpotConsolidation, StaticCapacity)",
         ),
         (
             "FEATURE_GATES",

@@ -200,6 +200,7 @@ class NodePool:
     disruption: Disruption = field(default_factory=Disruption)
     limits: dict[str, Any] = field(default_factory=dict)
     weight: int | None = None
+    replicas: int | None = None  # a static NodePool keeps exactly this many nodes [STATIC-1]
     status: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -211,6 +212,7 @@ class NodePool:
             disruption=Disruption.from_dict(spec.get("disruption")),
             limits=dict(spec.get("limits") or {}),
             weight=spec.get("weight"),
+            replicas=spec.get("replicas"),
             status=copy.deepcopy(raw.get("status") or {}),
         )
 
@@ -219,12 +221,17 @@ class NodePool:
             "template": self.template.to_dict(),
             "disruption": self.disruption.to_dict(),
         }
-        optional_fields(spec, limits=self.limits, weight=self.weight)
+        optional_fields(spec, limits=self.limits, weight=self.weight, replicas=self.replicas)
         return manifest(wk.API_VERSION, KIND, self.metadata, spec, self.status)
 
     @property
     def name(self) -> str:
         return self.metadata.get("name", "")
+
+    @property
+    def is_static(self) -> bool:
+        """``replicas`` is set: the pool keeps a node count, pods or not [STATIC-1]."""
+        return self.replicas is not None
 
     @property
     def limits_milli(self) -> ResourceList:

@@ -130,13 +130,14 @@ class Provisioner(Controller):
         return plan
 
     def ready_nodepools(self) -> list[NodePool]:
-        """NodePools whose node class is ready, in the order the scheduler tries them."""
-        ready = [
-            pool
-            for pool in self.state.nodepools.values()
-            if not pool.metadata.get("deletionTimestamp") and self._nodeclass_ready(pool)
-        ]
-        return by_weight(ready)
+        """NodePools the scheduler may launch for, in the order it tries them. Static ones
+        never launch for pods, gate on or off, as upstream's [STATIC-1]."""
+        ready = [pool for pool in self.state.nodepools.values() if not pool.is_static]
+        return by_weight(p for p in ready if self.is_ready(p))
+
+    def is_ready(self, pool: NodePool) -> bool:
+        """Not being deleted, and its node class is ready."""
+        return not pool.metadata.get("deletionTimestamp") and self._nodeclass_ready(pool)
 
     def _nodeclass_ready(self, pool: NodePool) -> bool:
         nodeclass = self.state.nodeclasses.get(pool.template.node_class_ref.name)

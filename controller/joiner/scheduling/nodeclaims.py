@@ -116,7 +116,7 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     return NodeClaimPlan(
         nodepool=pool.name,
         hostname=draft.hostname,
-        requirements=_requirement_dicts(requirements, names),
+        requirements=requirement_dicts(requirements, names),
         instance_types=names,
         requests=pool.dims.to_list(pod_requests + overhead),
         daemonset_overhead=pool.dims.to_list(overhead),
@@ -136,7 +136,7 @@ def _candidate_count(pool: PoolCatalog, ranked: np.ndarray) -> int:
     return count
 
 
-def _requirement_dicts(requirements: Requirements, names: list[str]) -> list[dict[str, Any]]:
+def requirement_dicts(requirements: Requirements, names: list[str]) -> list[dict[str, Any]]:
     """Sorted by key, with the instance types in cheapest-first order (not sorted)."""
     out: list[dict[str, Any]] = []
     instance_type = requirements.get(wk.INSTANCE_TYPE)
@@ -153,9 +153,13 @@ def _requirement_dicts(requirements: Requirements, names: list[str]) -> list[dic
 
 def _labels(pool: PoolCatalog, requirements: Requirements) -> dict[str, str]:
     """Template labels, the pool label, and every requirement narrowed to one value."""
-    labels = dict(pool.pool.template.labels)
-    for key, requirement in requirements.items():
-        if key != wk.HOSTNAME and not requirement.complement and len(requirement.values) == 1:
-            labels[key] = next(iter(requirement.values))
-    labels[wk.NODEPOOL] = pool.name
-    return labels
+    return {**pool.pool.template.labels, **pinned_labels(requirements), wk.NODEPOOL: pool.name}
+
+
+def pinned_labels(requirements: Requirements) -> dict[str, str]:
+    """The labels ``requirements`` narrow to one value (the hostname placeholder aside)."""
+    return {
+        key: next(iter(requirement.values))
+        for key, requirement in requirements.items()
+        if key != wk.HOSTNAME and not requirement.complement and len(requirement.values) == 1
+    }

@@ -20,7 +20,7 @@ from joiner.api.validation import validate_object
 from joiner.clock import FakeClock
 from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.runtime import DONE, Manager, Result
-from joiner.kube.api import ApiError, NotFound
+from joiner.kube.api import ApiError, Invalid, NotFound
 from joiner.kube.memory import MemoryKube
 from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
@@ -489,7 +489,10 @@ class Simulation:
                 "does not exist"
             ) from None
         obj.setdefault("spec", {})["replicas"] = step.replicas
-        self.kube.update(obj)
+        try:
+            self.kube.update(obj)
+        except Invalid as err:  # a dynamic NodePool: replicas may not be added
+            raise ScenarioError(f"spec.steps[{step.index}].scale: {err}") from None
 
     def _capacity(self, step: CapacityStep) -> None:
         self.cloud.set_available(step.unavailable, False)

@@ -62,7 +62,7 @@ INTERRUPT_KINDS = (
     "terminated",
     "capacity-reservation-interruption",
 )
-SCALABLE_KINDS = ("Deployment", "ReplicaSet")
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "NodePool")  # a NodePool: a static one
 CONDITION_STATUSES = ("True", "False", "Unknown")
 _SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -845,6 +845,8 @@ def _delete(raw: Any, where: str, context: _StepContext) -> Step:
 def _scale(raw: Any, where: str, context: _StepContext) -> Step:
     target = _object_ref(raw, where, context.known, kinds=SCALABLE_KINDS, extra=("replicas",))
     replicas = _count(_mapping(raw, where).get("replicas"), f"{where}.replicas")
+    if target.kind == "NodePool":  # nodes, not pods; the API server checks the pool
+        return ScaleStep(target=target, replicas=replicas, **context.common())
     if replicas > MAX_PODS:
         raise ScenarioError(f"{where}.replicas: {too_many_pods(replicas)}")
     context.known[target] = replicas

@@ -22,6 +22,7 @@ def test_the_examples_are_there():
         "replicas-10000.yaml",
         "restarts.yaml",
         "spot-interruption.yaml",
+        "static-nodepool.yaml",
         "walkthrough.yaml",
         "weighted-pools.yaml",
         "zone-spread.yaml",

@@ -30,7 +30,6 @@ from joiner.api.schema import (
     obj,
     quantity,
     string,
-    unsupported,
 )
 
 BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
@@ -239,8 +238,7 @@ def _limit_advice() -> tuple[Advice, ...]:
 
 
 def _static_pool_rules() -> tuple[Rule, ...]:
-    """Upstream's rules on static NodePools (``replicas``), which Joiner does not run but
-    validates as the API server does."""
+    """Upstream's rules on static NodePools (``replicas``) [STATIC-2]."""
     return (
         Rule(
             "Cannot transition NodePool between static (replicas set) and dynamic "
@@ -282,8 +280,10 @@ def nodepool_spec() -> Schema:
             "weight": integer(
                 "Priority among pools; higher first.", minimum=1, maximum=100, format="int32"
             ),
-            "replicas": unsupported(
-                integer("A fixed number of nodes (a static NodePool).", minimum=0, format="int64")
+            "replicas": integer(
+                "A fixed number of nodes (a static NodePool, gate StaticCapacity).",
+                minimum=0,
+                format="int64",
             ),
         },
         required=("template",),

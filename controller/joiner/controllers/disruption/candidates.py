@@ -84,7 +84,7 @@ def do_not_disrupt_until(obj: dict[str, Any], started: float | None) -> float | 
     return started + seconds
 
 
-def _pod_started(pod: dict[str, Any]) -> float | None:
+def pod_started(pod: dict[str, Any]) -> float | None:
     started = (pod.get("status") or {}).get("startTime") or (pod.get("metadata") or {}).get(
         "creationTimestamp"
     )
@@ -108,7 +108,7 @@ def _blocked(
         if until is not None and until > now:
             return f"do-not-disrupt on node {node.name}"
     for pod in annotated:
-        until = do_not_disrupt_until(pod, _pod_started(pod))
+        until = do_not_disrupt_until(pod, pod_started(pod))
         if until is not None and until > now:
             meta = pod["metadata"]
             return f"do-not-disrupt pod {meta.get('namespace')}/{meta['name']}"

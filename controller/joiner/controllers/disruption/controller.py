@@ -21,8 +21,10 @@ from joiner.controllers.disruption.candidates import Candidate, build_candidates
 from joiner.controllers.disruption.methods import Command, ConsolidationOptions
 from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
 from joiner.controllers.disruption.orchestration import Orchestrator
+from joiner.controllers.disruption.staticdrift import static_drift
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
+from joiner.controllers.static import active_claims, node_room, pool_claims, template_plan
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.identity import IdentityCache
 from joiner.metrics import Metrics
@@ -131,11 +133,17 @@ class Disruption:
     def _decide(self) -> tuple[Command | None, str]:
         candidates, skipped = build_candidates(self.state, self._prices(), self.clock.now())
         self.last_skipped = dict(skipped)
+        # Static pools' nodes are never consolidated, only replaced when drifted [STATIC-3].
+        static = [c for c in candidates if c.pool.is_static]
+        dynamic = [c for c in candidates if not c.pool.is_static]
         for method in ("emptiness", "drift"):
-            command = getattr(self, f"_{method}")(candidates)
+            command = getattr(self, f"_{method}")(dynamic)
             if command is not None:
                 return command, method
-        return self._consolidation(self._underutilized(candidates))
+        command = self._static_drift(static)
+        if command is not None:
+            return command, "drift"
+        return self._consolidation(self._underutilized(dynamic))
 
     def _consolidation(self, candidates: list[Candidate]) -> tuple[Command | None, str]:
         """Multi-node, then single-node consolidation; skipped, as Karpenter does, while
@@ -165,6 +173,24 @@ class Disruption:
         verdict = methods.drift(drifted, self._allowed, self._simulate)
         self.last_skipped.update(verdict.skipped)
         return verdict.command
+
+    def _static_drift(self, candidates: list[Candidate]) -> Command | None:
+        verdict = static_drift(
+            [c for c in candidates if _drifted(c)],
+            self._allowed,
+            self._static_room,
+            lambda pool: template_plan(pool, self._instance_types(pool.name)),
+        )
+        self.last_skipped.update(verdict.skipped)
+        return verdict.command
+
+    def _static_room(self, pool: NodePool) -> int:
+        """NodeClaims ``limits.nodes`` still allows the pool; -1 while it has more active
+        ones than ``replicas`` (the static controller is scaling it down)."""
+        claims = pool_claims(self.state.nodeclaims.values(), pool.name)
+        if len(active_claims(claims, self.state.marked_for_deletion)) > (pool.replicas or 0):
+            return -1
+        return node_room(pool, len(claims))
 
     def _multi(self, candidates: list[Candidate]) -> Command | None:
         return methods.multi_node(

@@ -90,7 +90,7 @@ def drift(
     whatever its pods need [DISR-6]."""
     skipped: dict[str, str] = {}
     within = []
-    for candidate in sorted(candidates, key=_created):
+    for candidate in sorted(candidates, key=by_creation):
         if allowed(candidate.pool.name, DRIFTED) <= len(
             [c for c in within if c.pool.name == candidate.pool.name]
         ):
@@ -111,7 +111,8 @@ def drift(
     return Verdict(None, skipped)
 
 
-def _created(candidate: Candidate) -> tuple[str, str]:
+def by_creation(candidate: Candidate) -> tuple[str, str]:
+    """Oldest NodeClaim first (then by name)."""
     claim = candidate.node.nodeclaim
     created = claim.metadata.get("creationTimestamp", "") if claim else ""
     return (created, candidate.name)
