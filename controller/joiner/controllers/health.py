@@ -8,11 +8,14 @@ No node of a NodePool is repaired while more than 20% of the pool's nodes (round
 match a policy, however recently: a failure that hits many nodes at once is more likely
 the cluster's (a bad AMI, a network outage) than the nodes', and replacing them would
 not help. The node, its NodeClaim and the NodePool then get a ``NodeRepairBlocked``
-event and the node is looked at again five minutes later.
+event, the NodePool the status condition ``Unhealthy`` (True, as upstream's PR #1831
+named it; removed once a node of the pool is looked at with the pool back under 20%),
+and the node is looked at again five minutes later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from joiner.controllers.runtime import DONE, Result
 from joiner.events import WARNING
 from joiner.kube.api import Conflict, NotFound
 
-UNHEALTHY = "Unhealthy"  # the DisruptionReason and the disrupted-metric reason
+UNHEALTHY = "Unhealthy"  # the DisruptionReason, the disrupted-metric reason, the condition
 UNHEALTHY_THRESHOLD = 0.20  # of a NodePool's nodes, rounded up
 BLOCKED_REQUEUE = 5 * 60.0
 NODEPOOL_GATE = "nodepool"  # the gate label of the blocked metric, as upstream's
@@ -110,15 +113,15 @@ class NodeHealth(Controller):
             return DONE  # not a node Joiner launched
         policies = self.cloud.repair_policies()
         unhealthy = unhealthy_condition(node, policies)
-        if unhealthy is None:
-            return DONE
-        now = self.clock.now()
-        if now < unhealthy.repair_at:
-            return Result(requeue_after=unhealthy.repair_at - now)
         pool = claim.nodepool or ""
+        now = self.clock.now()
+        if unhealthy is None or now < unhealthy.repair_at:
+            self._clear_pool_condition(pool, policies)
+            return DONE if unhealthy is None else Result(requeue_after=unhealthy.repair_at - now)
         if self._pool_unhealthy(pool, policies):
             self._blocked(node, claim, pool)
             return Result(requeue_after=BLOCKED_REQUEUE)
+        self._clear_pool_condition(pool, policies)
         try:
             self._repair(claim.name, node, unhealthy)
         except Conflict:
@@ -146,6 +149,36 @@ class NodeHealth(Controller):
         for obj in involved:
             self.recorder.record(obj, WARNING, "NodeRepairBlocked", message)
         self.metrics.node_repair_blocked.labels(pool, NODEPOOL_GATE).inc()
+        self._write_pool_condition(pool, message)
+
+    # --- the NodePool's Unhealthy condition ------------------------------------------------
+
+    def _clear_pool_condition(self, pool: str, policies: Sequence[RepairPolicy]) -> None:
+        """Remove ``Unhealthy`` from a pool that has it and is back under 20%; the cached
+        pool says whether it has it, so a healthy cluster costs no call."""
+        cached = self.state.objects["NodePool"].get(pool) or {}
+        if cond.get_condition((cached.get("status") or {}).get("conditions"), UNHEALTHY) is None:
+            return
+        if not self._pool_unhealthy(pool, policies):
+            self._write_pool_condition(pool, None)
+
+    def _write_pool_condition(self, pool: str, message: str | None) -> None:
+        """``Unhealthy`` True with ``message``, or removed when None; a conflict with
+        another status write is left to the next look (every 5 minutes while blocked)."""
+        raw = self.fresh("NodePool", pool)
+        if raw is None:
+            return
+        conditions = raw.setdefault("status", {}).setdefault("conditions", [])
+        if message is None:
+            changed = cond.remove_condition(conditions, UNHEALTHY)
+        else:
+            now = self.clock.now()
+            changed = cond.set_condition(
+                conditions, UNHEALTHY, cond.TRUE, now, reason=UNHEALTHY, message=message
+            )
+        if changed:
+            with contextlib.suppress(Conflict, NotFound):
+                self.kube.update_status(raw)
 
     # --- the repair ---------------------------------------------------------------------
 

@@ -72,6 +72,7 @@ def nodepool(
     expire_after: str | None = None,
     nodeclass: str = "default",
     weight: int | None = None,
+    replicas: int | None = None,
     **template_spec: Any,
 ) -> dict[str, Any]:
     """A NodePool of ``nodeclass``, by default allowing spot and on-demand capacity.
@@ -91,7 +92,7 @@ def nodepool(
     if labels:
         template["metadata"] = {"labels": labels}
     spec: dict[str, Any] = {"template": template}
-    optional = {"weight": weight, "limits": limits, "disruption": disruption}
+    optional = {"weight": weight, "limits": limits, "disruption": disruption, "replicas": replicas}
     spec.update({field: value for field, value in optional.items() if value is not None})
     return {
         "apiVersion": wk.API_VERSION,

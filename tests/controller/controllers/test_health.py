@@ -33,6 +33,7 @@ from joiner.metrics import Metrics
 from joiner.state.cluster import ClusterState
 from joiner.testing.envtest import ControlPlane
 
+UH = "Unhealthy"  # the NodePool condition while repair is blocked, and its reason
 HOLD = "joiner.test/hold"  # keeps a deleted NodeClaim readable until the test lets it go
 
 
@@ -200,6 +201,26 @@ def test_more_than_a_fifth_of_the_pool_unhealthy_blocks_the_repair(pool: Pool) -
         ("NodePool", pool.name, message),
     }
     assert pool.metrics.node_repair_blocked.labels(pool.name, "nodepool")._value.get() == 1
+    unhealthy = get_condition(pool.kube.get("NodePool", pool.name)["status"]["conditions"], UH)
+    assert unhealthy is not None
+    assert (unhealthy["status"], unhealthy["reason"], unhealthy["message"]) == (TRUE, UH, message)
+
+
+def test_the_pool_condition_goes_once_the_pool_is_back_under_a_fifth(pool: Pool) -> None:
+    for i in range(3):
+        pool.node(i, TRUE, 60)
+    sick = [pool.node(7, FALSE, 31), pool.node(8, FALSE, 1)]
+    pool.health.reconcile(sick[0])
+    pool.state.apply("MODIFIED", pool.kube.get("NodePool", pool.name))  # the watch's copy
+    recovered = pool.kube.get("Node", sick[1])
+    set_condition(recovered["status"]["conditions"], "Ready", TRUE, pool.clock.now())
+    pool.state.apply("MODIFIED", pool.kube.update_status(recovered))
+
+    assert pool.health.reconcile(sick[1]).requeue_after is None  # healthy now: 1 of 5 left
+
+    conditions = pool.kube.get("NodePool", pool.name)["status"].get("conditions") or []
+    assert get_condition(conditions, UH) is None
+    assert not pool.claim(sick[0])["metadata"].get("deletionTimestamp")  # not until a look
 
 
 def test_a_nodeclaim_already_being_deleted_is_only_stamped(pool: Pool) -> None:
