@@ -12,7 +12,13 @@ from joiner.settings import SETTINGS, Settings
 from joiner.state.cluster import WATCHED_KINDS
 from pulumi_harness import ACCOUNT, REGION, component_outputs
 from pulumi_joiner import Controller
-from pulumi_joiner.manifests import ControllerConfig, cluster_role_rules, controller_env
+from pulumi_joiner._common import ArgumentError
+from pulumi_joiner.manifests import (
+    ControllerConfig,
+    check_settings,
+    cluster_role_rules,
+    controller_env,
+)
 
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ctl"
 BASE = {
@@ -150,6 +156,20 @@ def test_pure_env_with_extra_settings_parses():
     assert settings.feature_gates.spot_to_spot_consolidation is True
     assert env["INTERRUPTION_QUEUE"] == ""
     assert "CLUSTER_ENDPOINT" not in env
+
+
+def test_the_static_capacity_gate_reaches_the_controller():
+    """Static NodePools run only with the gate; the component passes it through (and its
+    NodePool CRD, render_crds', has replicas and the scale subresource)."""
+    config = ControllerConfig(
+        image="i",
+        cluster_name="c",
+        settings=check_settings("Controller 'x'", {"FEATURE_GATES": "StaticCapacity=true"}),
+    )
+    env = {item["name"]: item["value"] for item in controller_env(config)}
+    assert Settings.from_env(env, strict=True).feature_gates.static_capacity is True
+    with pytest.raises(ArgumentError, match="unknown feature gate 'StaticCapacities'"):
+        check_settings("Controller 'x'", {"FEATURE_GATES": "StaticCapacities=true"})
 
 
 def test_rbac_is_what_the_controller_uses(program):
