@@ -81,3 +81,37 @@ def test_balanced_deletes_an_empty_node_without_scoring_it() -> None:
     assert _types(result) == []
     assert _events(result, "ConsolidationRejected") == []
     assert [c.disruption_reason for c in result.nodeclaims] == ["Empty"]
+
+
+def test_a_node_not_even_worth_deleting_is_passed_over_without_a_simulation() -> None:
+    """Upstream's candidate filter: a $0.08 node holding a pod of the highest deletion
+    cost (eviction cost 10) in a $0.40 pool scores 0.24 even for an outright delete, so
+    it is not simulated; a simulation would have found only "replacement not cheaper"
+    (nothing else can take its pod). The full $0.32 node still is simulated."""
+    costly = testing.deployment("costly", replicas=1, cpu="800m", memory="1Gi")
+    costly["spec"]["template"]["metadata"]["annotations"] = {
+        "controller.kubernetes.io/pod-deletion-cost": "2147483647"
+    }
+    doc: dict[str, Any] = testing.scenario(
+        "balanced",
+        instance_types=[
+            testing.scenario_instance_type("big", "4", "16Gi", {"zone-a/on-demand": 0.32}),
+            testing.scenario_instance_type("small", "1", "4Gi", {"zone-a/on-demand": 0.08}),
+        ],
+        objects=[
+            testing.ec2nodeclass(),
+            testing.nodepool(
+                requirements=[testing.capacity_types("on-demand")],
+                disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "30s"},
+            ),
+            testing.deployment("full", replicas=1, cpu="3500m", memory="1Gi"),
+            costly,
+        ],
+        steps=[{"settle": "5m"}, {"advance": "5m"}],
+    )
+    result = Simulation(load_scenario(yaml.safe_dump(doc))).run()
+    assert sorted(_types(result)) == ["big", "small"]
+    assert {m for _, m in _events(result, "ConsolidationRejected")} == {
+        "score 0.24 < threshold 0.50 (k: 2, savings 20.0%, disruption 84.6%)"
+    }
+    assert {m for _, m in _events(result, "DisruptionBlocked")} == {"replacement not cheaper"}

@@ -69,3 +69,10 @@ def score(candidates: Sequence[Candidate], replacement_price: float, totals: Poo
     if savings_fraction <= 0:
         return Score(0.0, savings_fraction, disruption_fraction)
     return Score(savings_fraction / disruption_fraction, savings_fraction, disruption_fraction)
+
+
+def best_case(candidate: Candidate, totals: PoolTotals) -> Score:
+    """The score of deleting the candidate outright, the best any single-node move of it
+    can do (a replacement saves less): below the threshold, no move of it is worth a
+    simulation, as upstream's candidate filter has it."""
+    return score([candidate], 0.0, totals)

@@ -247,7 +247,12 @@ class Disruption:
         """Why no simulation can consolidate this single candidate (None when one might):
         no cheaper instance type could hold what its pods certainly cannot put on the other
         nodes. During busy hours most nodes are full, and this check spares a solve for
-        each of them every pass."""
+        each of them every pass. A Balanced pool's candidate whose outright delete would
+        not be worth it is passed over first, with that score [DISR-10]."""
+        if candidate.pool.disruption.consolidation_policy == BALANCED:
+            best = balanced.best_case(candidate, self._pool_totals(candidate.pool.name))
+            if not best.approved:
+                return best.describe()
         requests = self._requests_of(candidate)
         shortfall = methods.least_replacement_load(requests, self._free_room(), candidate.name)
         if not shortfall:
