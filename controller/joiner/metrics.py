@@ -121,7 +121,7 @@ class Metrics:
         )
         self.consolidation_moves = Counter(
             "karpenter_consolidation_moves",
-            "Consolidation moves of Balanced pools scored, by decision.",
+            "Consolidation moves of every policy, by decision (only Balanced rejects).",
             ["decision", "nodepool", "policy"],
             registry=r,
         )

@@ -16,7 +16,7 @@ from joiner.sim.result import SimulationResult
 from joiner.sim.scenario import load_scenario
 
 
-def _run(policy: str, half_price: float, replicas_after: int = 1) -> SimulationResult:
+def _simulation(policy: str, half_price: float, replicas_after: int = 1) -> Simulation:
     doc: dict[str, Any] = testing.scenario(
         "balanced",
         instance_types=[
@@ -37,7 +37,11 @@ def _run(policy: str, half_price: float, replicas_after: int = 1) -> SimulationR
             {"advance": "10m"},
         ],
     )
-    return Simulation(load_scenario(yaml.safe_dump(doc))).run()
+    return Simulation(load_scenario(yaml.safe_dump(doc)))
+
+
+def _run(policy: str, half_price: float, replicas_after: int = 1) -> SimulationResult:
+    return _simulation(policy, half_price, replicas_after).run()
 
 
 def _types(result: SimulationResult) -> list[str | None]:
@@ -65,6 +69,38 @@ def test_when_empty_or_underutilized_takes_the_same_replacement() -> None:
     result = _run("WhenEmptyOrUnderutilized", half_price=0.10)
     assert _types(result) == ["half"]
     assert _events(result, "ConsolidationRejected") == []
+
+
+def _sample(simulation: Simulation, metric: str, *labels: str) -> float | None:
+    value = simulation.operator.metrics.registry.get_sample_value(
+        metric, dict(zip(("decision", "nodepool", "policy"), labels, strict=True))
+    )
+    return value
+
+
+def test_every_policy_counts_its_moves_and_only_balanced_scores_them() -> None:
+    """As upstream's: karpenter_consolidation_moves_total counts the moves of every
+    policy; the score histogram holds Balanced pools' only."""
+    eager = _simulation("WhenEmptyOrUnderutilized", half_price=0.10)
+    eager.run()
+    moves = "karpenter_consolidation_moves_total"
+    # the move is worked out when decided and again when validated 15 s later
+    assert _sample(eager, moves, "approved", "default", "WhenEmptyOrUnderutilized") == 2
+    assert (
+        _sample(
+            eager,
+            "karpenter_consolidation_score_count",
+            "approved",
+            "default",
+            "WhenEmptyOrUnderutilized",
+        )
+        is None
+    )
+
+    careful = _simulation("Balanced", half_price=0.10)
+    careful.run()
+    assert _sample(careful, moves, "rejected", "default", "Balanced") == 1
+    assert _sample(careful, moves, "approved", "default", "Balanced") is None
 
 
 def test_balanced_takes_a_replacement_at_half_the_price_and_says_so() -> None:

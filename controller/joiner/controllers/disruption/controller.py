@@ -368,10 +368,18 @@ class Disruption:
             scores.append((name, score))
             decision = "approved" if score.approved else "rejected"
             self.metrics.consolidation_score.labels(decision, name, BALANCED).observe(score.value)
-            self.metrics.consolidation_moves.labels(decision, name, BALANCED).inc()
         self._scores[tuple(c.name for c in command.candidates)] = scores
         rejected = next((s for _, s in scores if not s.approved), None)
+        self._count_move(by_pool, rejected is None)
         return rejected.describe() if rejected is not None else None
+
+    def _count_move(self, by_pool: dict[str, list[Candidate]], approved: bool) -> None:
+        """``karpenter_consolidation_moves_total`` counts every move of every policy, as
+        upstream's, with the move's decision (a policy that does not score approves)."""
+        decision = "approved" if approved else "rejected"
+        for name, group in by_pool.items():
+            policy = group[0].pool.disruption.consolidation_policy
+            self.metrics.consolidation_moves.labels(decision, name, policy).inc()
 
     def _pool_totals(self, pool_name: str) -> balanced.PoolTotals:
         """The pool's cost and disruption over all its managed nodes not going away."""
