@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from joiner import testing
 from joiner.sim.engine import Simulation
@@ -151,3 +152,15 @@ def test_an_expired_node_is_replaced() -> None:
     result = _run([_pool(2, expire_after="30m")], [{"advance": "40m"}])
     assert len(result.final.managed_nodes) == 2
     assert len([c for c in result.nodeclaims if c.deleted_at is not None]) >= 2
+
+
+@pytest.mark.parametrize("after", [1, 3, 6, 10, 20])
+def test_a_restart_anywhere_in_a_scale_up_never_launches_twice(after: int) -> None:
+    """The count comes from the NodeClaims written, not from memory: a controller
+    restarted between any two reconciles of a scale-up creates only what is missing."""
+    result = _run(
+        [_pool(4)], [_scale(6), {"restart": {"afterReconciles": after}}, {"settle": "5m"}]
+    )
+    assert len(result.final.managed_nodes) == 6
+    assert len(result.nodeclaims) == 6
+    assert result.totals.restarts == 1

@@ -29,6 +29,7 @@ from joiner.controllers.disruption.candidates import (
     lifetime_remaining,
     pod_started,
 )
+from joiner.controllers.disruption.orchestration import replacements_by_target
 from joiner.controllers.provisioning import nodeclaim_manifest
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
@@ -37,6 +38,7 @@ from joiner.scheduling.model import NodeClaimPlan
 from joiner.scheduling.nodeclaims import MAX_INSTANCE_TYPES, pinned_labels, requirement_dicts
 
 RESYNC = 60.0  # seconds: looked at again even without an event, as upstream's
+IN_FLIGHT_TTL = 60.0  # seconds a created NodeClaim counts before the watch shows it
 AT_LIMIT_RETRY = 30.0
 DEPROVISIONING_PRIORITY = "karpenter.sh/deprovisioning-priority"
 PROVISIONING_REASON = "static"  # the reason label of karpenter_nodeclaims_created_total
@@ -50,6 +52,7 @@ class StaticCapacity(Controller):
     def __init__(self, ctx: ControllerContext, is_ready: Callable[[NodePool], bool]) -> None:
         super().__init__(ctx)
         self._is_ready = is_ready
+        self._in_flight: dict[str, dict[str, float]] = {}  # pool -> created name -> when
 
     def reconcile(self, key: str) -> Result:
         pool = self.state.nodepools.get(key)
@@ -59,12 +62,26 @@ class StaticCapacity(Controller):
             return Result(requeue_after=1.0)
         claims = pool_claims(self.state.nodeclaims.values(), pool.name)
         active = active_claims(claims, self.state.marked_for_deletion)
+        unseen = self._unseen(pool.name, claims)
         wanted = pool.replicas or 0
-        if len(active) > wanted:
-            self._scale_down(pool, active, len(active) - wanted)
-        elif len(active) < wanted:
-            return self._scale_up(pool, wanted - len(active), len(claims))
+        if len(active) + unseen > wanted:
+            self._scale_down(pool, active, len(active) + unseen - wanted)
+        elif len(active) + unseen < wanted:
+            return self._scale_up(pool, wanted - len(active) - unseen, len(claims) + unseen)
         return Result(requeue_after=RESYNC)
+
+    def _unseen(self, pool: str, claims: list[NodeClaim]) -> int:
+        """NodeClaims this process created that the watch has not brought yet (for at most
+        ``IN_FLIGHT_TTL``): a reconcile woken by an older event must not create them again."""
+        seen = {c.name for c in claims}
+        now = self.clock.now()
+        flying = {
+            name: at
+            for name, at in self._in_flight.get(pool, {}).items()
+            if name not in seen and now - at < IN_FLIGHT_TTL
+        }
+        self._in_flight[pool] = flying
+        return len(flying)
 
     # --- scale up ------------------------------------------------------------------------
 
@@ -81,6 +98,8 @@ class StaticCapacity(Controller):
             return Result(requeue_after=RESYNC)
         for _ in range(count):
             created = self.kube.create(nodeclaim_manifest(pool, plan))
+            flying = self._in_flight.setdefault(pool.name, {})
+            flying[created["metadata"]["name"]] = self.clock.now()
             self.metrics.nodeclaims_created.labels(pool.name, PROVISIONING_REASON).inc()
             self.recorder.record(
                 created,
@@ -163,9 +182,12 @@ def pool_claims(claims: Iterable[NodeClaim], pool: str) -> list[NodeClaim]:
 
 
 def active_claims(claims: Iterable[NodeClaim], marked: Set[str]) -> list[NodeClaim]:
-    """The NodeClaims neither being deleted nor being replaced by a disruption command:
-    those that count towards ``replicas``."""
-    return [c for c in claims if not c.metadata.get("deletionTimestamp") and c.name not in marked]
+    """The NodeClaims that count towards ``replicas``: not being deleted, and not being
+    replaced by a disruption command whose replacement is already there (until it is,
+    the node it replaces still counts, so the pool is not refilled twice)."""
+    live = [c for c in claims if not c.metadata.get("deletionTimestamp")]
+    replaced = replacements_by_target(live)
+    return [c for c in live if c.name not in marked or c.name not in replaced]
 
 
 def node_limit(pool: NodePool) -> int | None:

@@ -17,6 +17,7 @@ from joiner.controllers.context import ControllerContext
 from joiner.controllers.static import (
     DEPROVISIONING_PRIORITY,
     StaticCapacity,
+    active_claims,
     deprovisioning_priority,
     node_room,
     template_plan,
@@ -112,3 +113,21 @@ def test_scaling_down_takes_unlaunched_nodeclaims_by_priority_first() -> None:
 
     kept = [c["metadata"]["name"] for c in kube.list("NodeClaim").items]
     assert kept == ["none"]
+
+
+def test_a_second_look_before_the_watch_brings_the_new_nodeclaims_creates_none() -> None:
+    """Woken by an older event, the controller must not count its creations as missing."""
+    kube, _, static = _world(3)
+    static.reconcile("fixed")
+    static.reconcile("fixed")  # the state has not seen the three yet
+    assert len(kube.list("NodeClaim").items) == 3
+
+
+def test_a_node_being_replaced_counts_until_its_replacement_is_there() -> None:
+    claims = [NodeClaim.from_dict(testing.nodeclaim(n, nodepool="fixed")) for n in "ab"]
+    marked = {"a"}
+    assert [c.name for c in active_claims(claims, marked)] == ["a", "b"]
+    replacement = testing.nodeclaim("c", nodepool="fixed")
+    replacement["metadata"]["annotations"] = {wk.REPLACES_ANNOTATION: "a"}
+    claims.append(NodeClaim.from_dict(replacement))
+    assert [c.name for c in active_claims(claims, marked)] == ["b", "c"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,15 +154,7 @@ class Orchestrator(Controller):
         return bool(resumed)
 
     def _replacements_by_target(self) -> dict[str, list[str]]:
-        """Live replacement NodeClaims, by the name of each NodeClaim they replace."""
-        replacing: dict[str, list[str]] = {}
-        for claim in self.state.nodeclaims.values():
-            names = (claim.metadata.get("annotations") or {}).get(wk.REPLACES_ANNOTATION)
-            if not names or claim.metadata.get("deletionTimestamp"):
-                continue
-            for name in names.split(","):
-                replacing.setdefault(name, []).append(claim.name)
-        return replacing
+        return replacements_by_target(self.state.nodeclaims.values())
 
     def _resumed(self, claim: NodeClaim, replacements: list[str]) -> InFlight:
         created = [
@@ -209,3 +202,16 @@ class Orchestrator(Controller):
             now = self.clock.now()
             cond.set_condition(conditions, nc.DISRUPTION_REASON, cond.TRUE, now, reason=reason)
             self.kube.update_status(raw)
+
+
+def replacements_by_target(claims: Iterable[NodeClaim]) -> dict[str, list[str]]:
+    """Live replacement NodeClaims (``joiner.sh/replaces``), by the name of each NodeClaim
+    they replace."""
+    replacing: dict[str, list[str]] = {}
+    for claim in claims:
+        names = (claim.metadata.get("annotations") or {}).get(wk.REPLACES_ANNOTATION)
+        if not names or claim.metadata.get("deletionTimestamp"):
+            continue
+        for name in names.split(","):
+            replacing.setdefault(name, []).append(claim.name)
+    return replacing
