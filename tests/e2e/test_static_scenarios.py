@@ -14,7 +14,7 @@ import yaml
 from joiner import testing
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
-from joiner.sim.scenario import load_scenario
+from joiner.sim.scenario import ScenarioError, load_scenario
 
 POOL = "static"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -164,3 +164,9 @@ def test_a_restart_anywhere_in_a_scale_up_never_launches_twice(after: int) -> No
     assert len(result.final.managed_nodes) == 6
     assert len(result.nodeclaims) == 6
     assert result.totals.restarts == 1
+
+
+def test_scaling_a_dynamic_pool_fails_as_the_api_server_refuses_it() -> None:
+    dynamic = testing.nodepool(POOL, requirements=[testing.capacity_types("on-demand")])
+    with pytest.raises(ScenarioError, match="Cannot transition NodePool between static"):
+        _run([dynamic], [_scale(2)])
