@@ -31,6 +31,8 @@ from joiner.state.cluster import is_provisionable
 
 log = logging.getLogger(__name__)
 
+CREATED_REASON = "provisioning"  # the reason label of karpenter_nodeclaims_created_total
+
 BATCH_KEY = "batch"
 NOT_SYNCED_RETRY = 1.0
 # Nominated Events are capped as Karpenter caps them (one limiter for every pod): a
@@ -191,7 +193,7 @@ class Provisioner(Controller):
         pool = self.state.nodepools[plan.nodepool]
         manifest = nodeclaim_manifest(pool, plan)
         created = self.kube.create(manifest)
-        self.metrics.nodeclaims_created.labels(plan.nodepool, "provisioning").inc()
+        self.metrics.nodeclaims_created.labels(plan.nodepool, CREATED_REASON).inc()
         log.info(
             "created nodeclaim",
             extra={

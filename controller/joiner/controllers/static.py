@@ -30,7 +30,7 @@ from joiner.controllers.disruption.candidates import (
     pod_started,
 )
 from joiner.controllers.disruption.orchestration import replacements_by_target
-from joiner.controllers.provisioning import nodeclaim_manifest
+from joiner.controllers.provisioning import CREATED_REASON, nodeclaim_manifest
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import NotFound
@@ -41,7 +41,6 @@ RESYNC = 60.0  # seconds: looked at again even without an event, as upstream's
 IN_FLIGHT_TTL = 60.0  # seconds a created NodeClaim counts before the watch shows it
 AT_LIMIT_RETRY = 30.0
 DEPROVISIONING_PRIORITY = "karpenter.sh/deprovisioning-priority"
-PROVISIONING_REASON = "static"  # the reason label of karpenter_nodeclaims_created_total
 
 
 class StaticCapacity(Controller):
@@ -100,7 +99,7 @@ class StaticCapacity(Controller):
             created = self.kube.create(nodeclaim_manifest(pool, plan))
             flying = self._in_flight.setdefault(pool.name, {})
             flying[created["metadata"]["name"]] = self.clock.now()
-            self.metrics.nodeclaims_created.labels(pool.name, PROVISIONING_REASON).inc()
+            self.metrics.nodeclaims_created.labels(pool.name, CREATED_REASON).inc()
             self.recorder.record(
                 created,
                 NORMAL,
