@@ -7,6 +7,7 @@ drift replacing nodes only when ``limits.nodes`` leaves room; expiration refille
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -170,3 +171,11 @@ def test_scaling_a_dynamic_pool_fails_as_the_api_server_refuses_it() -> None:
     dynamic = testing.nodepool(POOL, requirements=[testing.capacity_types("on-demand")])
     with pytest.raises(ScenarioError, match="Cannot transition NodePool between static"):
         _run([dynamic], [_scale(2)])
+
+
+def test_the_example_holds_its_expectations() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "static-nodepool.yaml"
+    result = Simulation(load_scenario(example)).run()
+    assert result.failures == []
+    drifted = [c for c in result.nodeclaims if c.disruption_reason == "Drifted"]
+    assert len(drifted) == 1
