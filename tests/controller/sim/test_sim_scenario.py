@@ -843,7 +843,7 @@ def test_scale_after_delete(scenario_doc):
     [
         (
             {"kind": "Job", "name": "app", "replicas": 1},
-            "spec.steps[0].scale.kind: must be one of Deployment, ReplicaSet",
+            "spec.steps[0].scale.kind: must be one of Deployment, ReplicaSet, NodePool",
         ),
         (
             {"kind": "Deployment", "name": "app", "replicas": -2},
