@@ -132,7 +132,9 @@ class _Group:
     def vectorise(self, dims: Dimensions) -> None:
         self.vector = dims.vector(self.requests)
         self.nz = np.nonzero(self.vector)[0]
-        self.wanted = [(int(d), int(self.vector[d])) for d in self.nz]
+        # Exact amounts, not the saturated vector's: an existing node's free room is an
+        # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
+        self.wanted = [(int(d), self.requests[dims.names[d]]) for d in self.nz]
 
 
 def _signature(pod: Pod) -> tuple:

@@ -68,3 +68,19 @@ def test_extreme_quantities_never_crash_and_never_affect_other_pods(cluster) -> 
         assert why.message  # every pod left pending says why
         if key.startswith("default/huge") and why.constraint == RESOURCES:
             assert why.message.startswith("no instance type has enough resources")
+
+
+def test_a_request_past_the_vectors_saturation_does_not_fit_a_node_reporting_int64_max() -> None:
+    # 10Pi CPUs (1.1e19 milli) is more than 9223372036854776 CPUs (9.2e18 milli); the
+    # vectors saturate both at 2**62, and the node's unbounded free room once took them.
+    node = ExistingNode(
+        "big",
+        {wk.HOSTNAME: "big", wk.ZONE: "test-zone-1", wk.NODEPOOL: "default"},
+        res.parse_resource_list({"cpu": "9223372036854776", "memory": "10Pi", "pods": "110"}),
+    )
+    ordinary = [pod(f"web{i}", cpu="1", memory="1Gi") for i in range(3)]
+    huge = [pod(f"huge{i}", cpu="10Pi", memory="10Pi") for i in range(2)]
+    plan = run([*ordinary, *huge], snapshot=ClusterSnapshot(nodes=[node]))
+    assert plan.existing == {f"default/web{i}": "big" for i in range(3)}
+    assert plan.nodeclaims == []
+    assert sorted(plan.unplaceable) == ["default/huge0", "default/huge1"]
