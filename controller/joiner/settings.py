@@ -40,12 +40,16 @@ class Setting:
 class FeatureGates:
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False
+    node_overlay: bool = False
+    pod_deletion_cost_management: bool = False
 
 
 # Gate name as written in FEATURE_GATES -> FeatureGates field.
 FEATURE_GATE_FIELDS = {
     "SpotToSpotConsolidation": "spot_to_spot_consolidation",
     "NodeRepair": "node_repair",
+    "NodeOverlay": "node_overlay",
+    "PodDeletionCostManagement": "pod_deletion_cost_management",
 }
 
 SETTINGS: tuple[Setting, ...] = (
@@ -99,7 +103,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "FEATURE_GATES",
         "feature_gates",
-        "SpotToSpotConsolidation=false,NodeRepair=false",
+        "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,"
+        "PodDeletionCostManagement=false",
         "Optional features as Name=true|false pairs separated by commas.",
     ),
     Setting(

@@ -103,6 +103,20 @@ AWS_LABELS_A_POOL_MAY_USE = (
     | AWS_LABELS_JOINER_DOES_NOT_DERIVE
 )
 
+# The karpenter.k8s.aws keys upstream's NodeOverlay CRD lets a requirement name: a pool's,
+# less those of capacity reservations, placement groups and tenancy.
+AWS_LABELS_AN_OVERLAY_MAY_USE = AWS_LABELS_A_POOL_MAY_USE - frozenset(
+    f"{AWS_GROUP}/{name}"
+    for name in (
+        "instance-tenancy",
+        "capacity-reservation-type",
+        "capacity-reservation-id",
+        "capacity-reservation-interruptible",
+        "placement-group-id",
+        "placement-group-partition",
+    )
+)
+
 # Labels whose values come from the cloud (instance types and offerings); a pod
 # may select them even when a NodePool does not mention them.
 WELL_KNOWN_LABELS = (

@@ -116,7 +116,16 @@ def restricted_key_checks(nodepool: bool) -> tuple[_KeyCheck, ...]:
     )
 
 
-def _key_rules(checks: tuple[_KeyCheck, ...]) -> tuple[Rule, ...]:
+def overlay_key_checks() -> tuple[_KeyCheck, ...]:
+    """The keys upstream's NodeOverlay CRD refuses in a requirement."""
+    return (
+        _domain_check(wk.KARPENTER_GROUP, wk.KARPENTER_LABELS_A_POOL_MAY_USE),
+        _named_check(wk.HOSTNAME),
+        _domain_check(wk.AWS_GROUP, wk.AWS_LABELS_AN_OVERLAY_MAY_USE),
+    )
+
+
+def key_rules(checks: tuple[_KeyCheck, ...]) -> tuple[Rule, ...]:
     """Rules for a single label key (a requirement's ``key``)."""
     return tuple(
         Rule(
@@ -307,7 +316,7 @@ def requirement(checks: tuple[_KeyCheck, ...], advise: bool) -> Schema:
                 max_length=316,
                 pattern=QUALIFIED_NAME,
                 hint="expected a label key like example.com/team",
-                rules=_key_rules(checks),
+                rules=key_rules(checks),
                 advice=label_key_advice(checks, over_map=False) if advise else (),
             ),
             "operator": string("How values are compared.", enum=OPERATORS),
