@@ -11,8 +11,9 @@ from typing import Any
 
 from joiner.api import labels as wk
 from joiner.clock import Clock
+from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
-from joiner.controllers import costmetrics, garbagecollection
+from joiner.controllers import costmetrics, garbagecollection, nodeoverlay
 from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
 from joiner.controllers.disruption import controller as disruption
@@ -26,6 +27,7 @@ from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.interruption import instancestatus
 from joiner.controllers.lifecycle import NodeClaimLifecycle
 from joiner.controllers.nodeclass import NodeClassStatus, Resolver
+from joiner.controllers.nodeoverlay import NodeOverlays
 from joiner.controllers.nodepool import NodePoolStatus
 from joiner.controllers.podmetrics import PodStartupMetrics
 from joiner.controllers.provisioning import BATCH_KEY, Provisioner
@@ -49,6 +51,7 @@ class OperatorOptions:
     events_namespace: str = "default"
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False  # gate NodeRepair
+    node_overlay: bool = False  # gate NodeOverlay
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
     nodeclaim_creates_at_once: int = 1  # see Provisioner
 
@@ -59,6 +62,7 @@ class OperatorOptions:
             batch_max=settings.batch_max_duration,
             spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
             node_repair=settings.feature_gates.node_repair,
+            node_overlay=settings.feature_gates.node_overlay,
             replace_on_rebalance=settings.interruption_replace_on_rebalance,
         )
 
@@ -80,6 +84,9 @@ class Operator:
         interruption_feed: interruption.InterruptionFeed | None = None,
     ) -> None:
         options = options or OperatorOptions()
+        # every controller reads instance types through the overlays [OVERLAY-2]
+        overlaid = OverlaidCloudProvider(cloud) if options.node_overlay else None
+        cloud = overlaid or cloud
         self.kube, self.cloud, self.clock = kube, cloud, clock
         self.metrics = metrics or Metrics()
         self.state = ClusterState(clock)
@@ -138,6 +145,10 @@ class Operator:
         if options.node_repair:
             self.health = NodeHealth(ctx)
             self.manager.register(self.health)
+        self.overlays: NodeOverlays | None = None
+        if overlaid is not None:
+            self.overlays = NodeOverlays(kube, self.state, overlaid, clock, self._reprovision)
+            self.manager.register(self.overlays, initial_keys=[nodeoverlay.KEY])
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
             self._register_interruption(interruption_feed, options.replace_on_rebalance)
@@ -232,6 +243,7 @@ class Operator:
         self._pool_generations[name] = generation
         if not respecified:
             return
+        self._reweigh_overlays()
         if event_type != "DELETED":
             self.manager.enqueue(self.nodepool_status.name, name)
         for claim in self.state.nodeclaims.values():
@@ -249,7 +261,16 @@ class Operator:
         for claim in self.state.nodeclaims.values():
             if claim.node_class_ref.name == name:
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
+        self._reweigh_overlays()  # the pools' instance types may differ
         self._reprovision()
+
+    def _on_nodeoverlay(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._reweigh_overlays()
+
+    def _reweigh_overlays(self) -> None:
+        """Overlays or pools changed: which overlay changes what is worked out again."""
+        if self.overlays is not None:
+            self.manager.enqueue(self.overlays.name, nodeoverlay.KEY)
 
     def _reprovision(self) -> None:
         """Capacity or pools changed: pending pods get another batch."""

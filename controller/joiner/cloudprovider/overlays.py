@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api import resources as res
+from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodeoverlay import NodeOverlay, adjusted_price
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import Requirements
 from joiner.api.resources import ResourceList
-from joiner.cloudprovider.types import CloudProvider, InstanceType, Offering
+from joiner.cloudprovider.types import CloudProvider, InstanceType, LaunchPrices, Offering
 from joiner.identity import IdentityCache
 
 
@@ -155,6 +157,7 @@ class OverlaidCloudProvider:
         # (pool, base list) -> overlaid list, so the scheduler's caches keyed on the list's
         # identity keep working until the types or the overlays change
         self._applied: IdentityCache[list[InstanceType]] = IdentityCache(64)
+        self._pools: dict[str, NodePool] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cloud, name)
@@ -166,7 +169,49 @@ class OverlaidCloudProvider:
         self.resolution = resolution
         self._applied = IdentityCache(64)
 
+    def create(self, nodeclaim: NodeClaim, prices: LaunchPrices | None = None) -> NodeClaim:
+        """Launched in the order of the overlaid prices (as upstream, EC2 Fleet's prioritized
+        strategy); the NodeClaim's capacity and allocatable with the extended resources an
+        overlay gives its type (what the node's device plugin will advertise)."""
+        launched = self._cloud.create(
+            self._without_overlay_resources(nodeclaim), prices or self._launch_prices(nodeclaim)
+        )
+        key = (launched.nodepool or "", launched.labels.get(wk.INSTANCE_TYPE, ""))
+        update = self.resolution.updates.get(key)
+        if update is not None and update.capacity:
+            added = res.format_resource_list({n: s.value for n, s in update.capacity.items()})
+            launched.status.capacity.update(added)
+            launched.status.allocatable.update(added)
+        return launched
+
+    def _without_overlay_resources(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """The NodeClaim as the cloud is asked for it: without requests of the extended
+        resources overlays add, which the cloud's own instance types do not list (the
+        scheduler already chose types that have them)."""
+        added = {name for update in self.resolution.updates.values() for name in update.capacity}
+        requests = nodeclaim.resources.get("requests") or {}
+        if not added & set(requests):
+            return nodeclaim
+        kept = {name: amount for name, amount in requests.items() if name not in added}
+        return dataclasses.replace(nodeclaim, resources={**nodeclaim.resources, "requests": kept})
+
+    def _launch_prices(self, nodeclaim: NodeClaim) -> LaunchPrices | None:
+        """The overlaid prices of the NodeClaim's pool's offerings; None when no overlay
+        prices one (the cloud's own prices and strategy then)."""
+        pool = self._pools.get(nodeclaim.nodepool or "")
+        if pool is None:
+            return None
+        updates = self.resolution.updates
+        prices = {
+            (it.name, o.zone, o.capacity_type): o.price
+            for it in self.get_instance_types(pool)
+            if (update := updates.get((pool.name, it.name))) is not None and update.prices
+            for o in it.offerings
+        }
+        return prices or None
+
     def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        self._pools[nodepool.name] = nodepool  # the version the scheduler priced with
         base = self._cloud.get_instance_types(nodepool)
         if not self.resolution.updates:
             return base
