@@ -13,9 +13,10 @@ from joiner.api import labels as wk
 from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
-from joiner.controllers import costmetrics, garbagecollection, nodeoverlay
+from joiner.controllers import costmetrics, deletioncost, garbagecollection, nodeoverlay
 from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
+from joiner.controllers.deletioncost import PodDeletionCost
 from joiner.controllers.disruption import controller as disruption
 from joiner.controllers.disruption.conditions import DisruptionConditions
 from joiner.controllers.disruption.expiration import Expiration
@@ -52,6 +53,7 @@ class OperatorOptions:
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False  # gate NodeRepair
     node_overlay: bool = False  # gate NodeOverlay
+    pod_deletion_cost: bool = False  # gate PodDeletionCostManagement
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
     nodeclaim_creates_at_once: int = 1  # see Provisioner
 
@@ -63,6 +65,7 @@ class OperatorOptions:
             spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
             node_repair=settings.feature_gates.node_repair,
             node_overlay=settings.feature_gates.node_overlay,
+            pod_deletion_cost=settings.feature_gates.pod_deletion_cost_management,
             replace_on_rebalance=settings.interruption_replace_on_rebalance,
         )
 
@@ -149,6 +152,10 @@ class Operator:
         if overlaid is not None:
             self.overlays = NodeOverlays(kube, self.state, overlaid, clock, self._reprovision)
             self.manager.register(self.overlays, initial_keys=[nodeoverlay.KEY])
+        self.deletion_cost: PodDeletionCost | None = None
+        if options.pod_deletion_cost:
+            self.deletion_cost = PodDeletionCost(kube, self.state, clock)
+            self.manager.register(self.deletion_cost, initial_keys=[deletioncost.KEY])
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
             self._register_interruption(interruption_feed, options.replace_on_rebalance)
@@ -185,6 +192,8 @@ class Operator:
     def handle(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         """Update the state, then wake the controllers that care."""
         moved = self.state.apply(event_type, obj)
+        if self.deletion_cost is not None and kind in ("Pod", "Node", "NodeClaim", "NodePool"):
+            self.manager.enqueue(self.deletion_cost.name, deletioncost.KEY)  # at most 1/min
         if kind == "Pod":
             self._on_pod(event_type, obj, moved)
             return

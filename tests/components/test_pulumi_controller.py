@@ -180,6 +180,7 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.sh", "nodepools"),
         ("karpenter.sh", "nodeclaims"),
         ("karpenter.k8s.aws", "ec2nodeclasses"),
+        ("karpenter.sh", "nodeoverlays"),
     }
     assert {(g, r, v) for g, r, v in granted if v not in ("list", "watch")} == {
         ("", "nodes", "get"),
@@ -194,9 +195,11 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.k8s.aws", "ec2nodeclasses", "update"),
         ("karpenter.sh", "nodeclaims/status", "update"),
         ("karpenter.sh", "nodepools/status", "update"),
+        ("karpenter.sh", "nodeoverlays/status", "update"),
         ("karpenter.k8s.aws", "ec2nodeclasses/status", "update"),
         ("", "pods/eviction", "create"),
         ("", "pods", "delete"),
+        ("", "pods", "patch"),
         ("", "events", "create"),
         ("", "events", "patch"),
     }
