@@ -233,6 +233,7 @@ def scenario_document(
     provider: str,
     mix: Mix = DEPLOYMENTS,
     expire_after: str = "Never",
+    gates: str = "SpotToSpotConsolidation=true",
 ) -> dict[str, Any]:
     cloud: dict[str, Any] = {"provider": provider}
     if provider == "fake":
@@ -260,7 +261,7 @@ def scenario_document(
             "limits": {"wallTime": "1h", "steps": 100_000_000},
             "cluster": {"name": "bench", "region": "us-east-1", "zones": list(ZONES)},
             "cloud": cloud,
-            "settings": {"FEATURE_GATES": "SpotToSpotConsolidation=true"},
+            "settings": {"FEATURE_GATES": gates},
             "objects": [
                 {
                     "apiVersion": "karpenter.k8s.aws/v1",
@@ -526,12 +527,19 @@ def assess(
 # --- running and reporting -----------------------------------------------------------------
 
 
-def run(provider: str, shape: DayShape) -> tuple[Simulation, SimulationResult, float, float]:
+def run(
+    provider: str, shape: DayShape, deletion_cost: bool = False
+) -> tuple[Simulation, SimulationResult, float, float]:
     """The day through the public loader, as a user's file would go; wall and CPU seconds
     of the simulation itself (building the cloud included). On a shared machine the CPU
-    time says what the wall time would be on an idle one."""
+    time says what the wall time would be on an idle one. ``deletion_cost`` turns the
+    PodDeletionCostManagement gate on."""
     catalogue = load_catalogue()
-    text = yaml.safe_dump(scenario_document(shape, catalogue, provider), sort_keys=False)
+    gates = "SpotToSpotConsolidation=true" + (
+        ",PodDeletionCostManagement=true" if deletion_cost else ""
+    )
+    document = scenario_document(shape, catalogue, provider, gates=gates)
+    text = yaml.safe_dump(document, sort_keys=False)
     scenario = load_scenario(text)
     started, cpu_started = time.perf_counter(), time.process_time()
     simulation = Simulation(scenario)
@@ -614,16 +622,17 @@ def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) ->
     return found
 
 
-def benchmark(provider: str) -> int:
+def benchmark(provider: str, deletion_cost: bool = False) -> int:
     quick = quick_mode()
     shape = QUICK_DAY if quick else FULL_DAY
     print(
         f"diurnal day: {shape.hours:g} virtual hours, {shape.low} -> {shape.peak} -> "
         f"{shape.low} pods in {len(DEPLOYMENTS)} Deployments, changed every "
         f"{shape.change_minutes} min{' (quick mode: speed not judged)' if quick else ''}"
+        f"{'; PodDeletionCostManagement on' if deletion_cost else ''}"
     )
     try:
-        simulation, result, wall, cpu = run(provider, shape)
+        simulation, result, wall, cpu = run(provider, shape, deletion_cost)
     except ScenarioError as error:
         if provider == "aws":
             print(f"provider aws: not available in this build ({error})")
@@ -647,9 +656,14 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="which cloud to simulate (default: both; aws reports when it is not built)",
     )
+    parser.add_argument(
+        "--pod-deletion-cost",
+        action="store_true",
+        help="turn the PodDeletionCostManagement gate on (compare evictions with and without)",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(benchmark(provider) for provider in providers)
+    return max(benchmark(provider, args.pod_deletion_cost) for provider in providers)
 
 
 if __name__ == "__main__":
