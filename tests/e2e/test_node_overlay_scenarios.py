@@ -38,26 +38,16 @@ def _scenario(
     steps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Two types of one size, one cheaper; four web pods of 1500m (two a node)."""
-    return testing.scenario(
+    return testing.on_demand_pool_scenario(
         "overlay",
-        instance_types=[
+        [
             testing.scenario_instance_type(CHEAP, "4", "16Gi", {"zone-a/on-demand": 0.10}),
             testing.scenario_instance_type(DEAR, "4", "16Gi", {"zone-a/on-demand": 0.15}),
         ],
-        objects=[
-            testing.ec2nodeclass(),
-            testing.nodepool(
-                requirements=[testing.capacity_types("on-demand")],
-                disruption={
-                    "consolidationPolicy": "WhenEmptyOrUnderutilized",
-                    "consolidateAfter": "1m",
-                },
-            ),
-            workload or testing.deployment(APP, replicas=4, cpu="1500m", memory="1Gi"),
-            *overlays,
-        ],
-        steps=steps or [{"settle": "5m"}],
-        settings={"FEATURE_GATES": f"NodeOverlay={str(gate).lower()}"},
+        {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m"},
+        [workload or testing.deployment(APP, replicas=4, cpu="1500m", memory="1Gi"), *overlays],
+        steps or [{"settle": "5m"}],
+        f"NodeOverlay={str(gate).lower()}",
     )
 
 

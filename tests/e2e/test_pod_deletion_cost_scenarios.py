@@ -27,29 +27,23 @@ def _scenario(
     budget: str = "100%",
 ) -> dict:
     """Three 4-CPU nodes, two web pods of 1500m on each (six replicas)."""
-    return testing.scenario(
+    return testing.on_demand_pool_scenario(
         "deletion-cost",
-        instance_types=[
-            testing.scenario_instance_type("m-4x16", "4", "16Gi", {"zone-a/on-demand": 0.192})
-        ],
-        objects=[
-            testing.ec2nodeclass(),
-            testing.nodepool(
-                requirements=[testing.capacity_types("on-demand")],
-                disruption={
-                    "consolidationPolicy": "WhenEmptyOrUnderutilized",
-                    "consolidateAfter": "0s",
-                    "budgets": [{"nodes": budget}],
-                },
-            ),
+        [testing.scenario_instance_type("m-4x16", "4", "16Gi", {"zone-a/on-demand": 0.192})],
+        {
+            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            "consolidateAfter": "0s",
+            "budgets": [{"nodes": budget}],
+        },
+        [
             # pods that go at once when the ReplicaSet deletes them, as most web servers
             testing.deployment(
                 APP, replicas=6, cpu="1500m", memory="1Gi", terminationGracePeriodSeconds=0
             ),
             *extra,
         ],
-        steps=[{"settle": "5m"}, *steps],
-        settings={"FEATURE_GATES": f"PodDeletionCostManagement={str(gate).lower()}"},
+        [{"settle": "5m"}, *steps],
+        f"PodDeletionCostManagement={str(gate).lower()}",
     )
 
 

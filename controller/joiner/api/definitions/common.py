@@ -266,7 +266,8 @@ def duration_string(description: str, never: bool, **options: Any) -> Schema:
     )
 
 
-def _numeric_ok(r: dict[str, Any]) -> bool:
+def numeric_ok(r: dict[str, Any]) -> bool:
+    """A Gt/Lt/Gte/Lte requirement has one integer value >= 0 (others pass)."""
     return r["operator"] not in NUMERIC_OPERATORS or (
         len(r["values"]) == 1 and cel_int(r["values"][0]) >= 0
     )
@@ -285,7 +286,7 @@ def requirement_list_rules() -> tuple[Rule, ...]:
         Rule(
             "requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single "
             "integer value >= 0",
-            lambda reqs: all(_numeric_ok(r) for r in reqs),
+            lambda reqs: all(numeric_ok(r) for r in reqs),
             cel=f"self.all(x, !(x.operator in {numeric})"
             " || (x.values.size() == 1 && int(x.values[0]) >= 0))",
         ),

@@ -3,16 +3,14 @@ and rule for rule (messages as upstream writes them)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from joiner.api import nodeoverlay as no
 from joiner.api.definitions.common import (
     NUMERIC_OPERATORS,
     QUALIFIED_NAME,
-    cel_int,
     cel_list,
     conditions,
     key_rules,
+    numeric_ok,
     overlay_key_checks,
 )
 from joiner.api.requirements import OPERATORS
@@ -40,12 +38,6 @@ def _requirement() -> Schema:
     )
 
 
-def _numeric_ok(r: dict[str, Any]) -> bool:
-    return r["operator"] not in NUMERIC_OPERATORS or (
-        len(r["values"]) == 1 and cel_int(r["values"][0]) >= 0
-    )
-
-
 def _requirement_rules() -> tuple[Rule, ...]:
     """Upstream's three rules; a requirement without ``values`` where they are needed fails
     as the CEL evaluation does (no such key)."""
@@ -63,7 +55,7 @@ def _requirement_rules() -> tuple[Rule, ...]:
         Rule(
             "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive "
             "integer value",
-            lambda reqs: all(_numeric_ok(r) for r in reqs),
+            lambda reqs: all(numeric_ok(r) for r in reqs),
             cel=f"self.all(x, (x.operator in {cel_list(NUMERIC_OPERATORS)})"
             " ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
         ),
