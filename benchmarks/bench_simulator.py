@@ -235,6 +235,7 @@ def scenario_document(
     mix: Mix = DEPLOYMENTS,
     expire_after: str = "Never",
     policy: str = "WhenEmptyOrUnderutilized",
+    gates: str = "SpotToSpotConsolidation=true",
 ) -> dict[str, Any]:
     cloud: dict[str, Any] = {"provider": provider}
     if provider == "fake":
@@ -262,7 +263,7 @@ def scenario_document(
             "limits": {"wallTime": "1h", "steps": 100_000_000},
             "cluster": {"name": "bench", "region": "us-east-1", "zones": list(ZONES)},
             "cloud": cloud,
-            "settings": {"FEATURE_GATES": "SpotToSpotConsolidation=true"},
+            "settings": {"FEATURE_GATES": gates},
             "objects": [
                 {
                     "apiVersion": "karpenter.k8s.aws/v1",
@@ -529,13 +530,17 @@ def assess(
 
 
 def run(
-    provider: str, shape: DayShape, policy: str = POLICIES[0]
+    provider: str, shape: DayShape, policy: str = POLICIES[0], deletion_cost: bool = False
 ) -> tuple[Simulation, SimulationResult, float, float]:
     """The day through the public loader, as a user's file would go; wall and CPU seconds
     of the simulation itself (building the cloud included). On a shared machine the CPU
-    time says what the wall time would be on an idle one."""
+    time says what the wall time would be on an idle one. ``deletion_cost`` turns the
+    PodDeletionCostManagement gate on."""
     catalogue = load_catalogue()
-    document = scenario_document(shape, catalogue, provider, policy=policy)
+    gates = "SpotToSpotConsolidation=true" + (
+        ",PodDeletionCostManagement=true" if deletion_cost else ""
+    )
+    document = scenario_document(shape, catalogue, provider, policy=policy, gates=gates)
     text = yaml.safe_dump(document, sort_keys=False)
     scenario = load_scenario(text)
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -619,7 +624,7 @@ def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) ->
     return found
 
 
-def benchmark(provider: str, policy: str = POLICIES[0]) -> int:
+def benchmark(provider: str, policy: str = POLICIES[0], deletion_cost: bool = False) -> int:
     quick = quick_mode()
     shape = QUICK_DAY if quick else FULL_DAY
     print(
@@ -627,9 +632,10 @@ def benchmark(provider: str, policy: str = POLICIES[0]) -> int:
         f"{shape.low} pods in {len(DEPLOYMENTS)} Deployments, changed every "
         f"{shape.change_minutes} min, consolidationPolicy {policy}"
         f"{' (quick mode: speed not judged)' if quick else ''}"
+        f"{'; PodDeletionCostManagement on' if deletion_cost else ''}"
     )
     try:
-        simulation, result, wall, cpu = run(provider, shape, policy)
+        simulation, result, wall, cpu = run(provider, shape, policy, deletion_cost)
     except ScenarioError as error:
         if provider == "aws":
             print(f"provider aws: not available in this build ({error})")
@@ -659,9 +665,16 @@ def main(argv: list[str] | None = None) -> int:
         default=POLICIES[0],
         help="the NodePool's consolidationPolicy (default: WhenEmptyOrUnderutilized)",
     )
+    parser.add_argument(
+        "--pod-deletion-cost",
+        action="store_true",
+        help="turn the PodDeletionCostManagement gate on (compare evictions with and without)",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(benchmark(provider, args.policy) for provider in providers)
+    return max(
+        benchmark(provider, args.policy, args.pod_deletion_cost) for provider in providers
+    )
 
 
 if __name__ == "__main__":

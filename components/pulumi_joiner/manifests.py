@@ -164,11 +164,19 @@ def cluster_role_rules() -> list[dict[str, Any]]:
         # a NodePool is written from the watched copy, never read on its own
         _rule(wk.KARPENTER_GROUP, ["nodepools"], [*WATCH, "update"]),
         _rule(wk.AWS_GROUP, ["ec2nodeclasses"], ["get", *WATCH, "update"]),
-        _rule(wk.KARPENTER_GROUP, ["nodeclaims/status", "nodepools/status"], ["update"]),
+        # NodeOverlays (gate NodeOverlay): read, and their conflicts reported in status
+        _rule(wk.KARPENTER_GROUP, ["nodeoverlays"], WATCH),
+        _rule(
+            wk.KARPENTER_GROUP,
+            ["nodeclaims/status", "nodepools/status", "nodeoverlays/status"],
+            ["update"],
+        ),
         _rule(wk.AWS_GROUP, ["ec2nodeclasses/status"], ["update"]),
         # Draining: evictions, and deletion once terminationGracePeriod runs out
         _rule("", ["pods/eviction"], ["create"]),
         _rule("", ["pods"], ["delete"]),
+        # Pod deletion cost (gate PodDeletionCostManagement): the annotation, patched
+        _rule("", ["pods"], ["patch"]),
         # Events, a repeat bumping the count of the first
         _rule("", ["events"], ["create", "patch"]),
     ]

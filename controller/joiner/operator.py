@@ -11,10 +11,12 @@ from typing import Any
 
 from joiner.api import labels as wk
 from joiner.clock import Clock
+from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
-from joiner.controllers import costmetrics, garbagecollection
+from joiner.controllers import costmetrics, deletioncost, garbagecollection, nodeoverlay
 from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
+from joiner.controllers.deletioncost import PodDeletionCost
 from joiner.controllers.disruption import controller as disruption
 from joiner.controllers.disruption.conditions import DisruptionConditions
 from joiner.controllers.disruption.expiration import Expiration
@@ -26,6 +28,7 @@ from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.interruption import instancestatus
 from joiner.controllers.lifecycle import NodeClaimLifecycle
 from joiner.controllers.nodeclass import NodeClassStatus, Resolver
+from joiner.controllers.nodeoverlay import NodeOverlays
 from joiner.controllers.nodepool import NodePoolStatus
 from joiner.controllers.podmetrics import PodStartupMetrics
 from joiner.controllers.provisioning import BATCH_KEY, Provisioner
@@ -51,6 +54,8 @@ class OperatorOptions:
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False  # gate NodeRepair
     static_capacity: bool = False  # gate StaticCapacity
+    node_overlay: bool = False  # gate NodeOverlay
+    pod_deletion_cost: bool = False  # gate PodDeletionCostManagement
     replace_on_rebalance: bool = False  # INTERRUPTION_REPLACE_ON_REBALANCE
     nodeclaim_creates_at_once: int = 1  # see Provisioner
 
@@ -62,6 +67,8 @@ class OperatorOptions:
             spot_to_spot_consolidation=settings.feature_gates.spot_to_spot_consolidation,
             node_repair=settings.feature_gates.node_repair,
             static_capacity=settings.feature_gates.static_capacity,
+            node_overlay=settings.feature_gates.node_overlay,
+            pod_deletion_cost=settings.feature_gates.pod_deletion_cost_management,
             replace_on_rebalance=settings.interruption_replace_on_rebalance,
         )
 
@@ -83,6 +90,9 @@ class Operator:
         interruption_feed: interruption.InterruptionFeed | None = None,
     ) -> None:
         options = options or OperatorOptions()
+        # every controller reads instance types through the overlays [OVERLAY-2]
+        overlaid = OverlaidCloudProvider(cloud) if options.node_overlay else None
+        cloud = overlaid or cloud
         self.kube, self.cloud, self.clock = kube, cloud, clock
         self.metrics = metrics or Metrics()
         self.state = ClusterState(clock)
@@ -145,6 +155,14 @@ class Operator:
         if options.static_capacity:
             self.static = StaticCapacity(ctx, self.provisioner.is_ready)
             self.manager.register(self.static)
+        self.overlays: NodeOverlays | None = None
+        if overlaid is not None:
+            self.overlays = NodeOverlays(kube, self.state, overlaid, clock, self._reprovision)
+            self.manager.register(self.overlays, initial_keys=[nodeoverlay.KEY])
+        self.deletion_cost: PodDeletionCost | None = None
+        if options.pod_deletion_cost:
+            self.deletion_cost = PodDeletionCost(kube, self.state, clock)
+            self.manager.register(self.deletion_cost, initial_keys=[deletioncost.KEY])
         self.interruption: interruption.Interruption | None = None
         if interruption_feed is not None:  # INTERRUPTION_QUEUE set
             self._register_interruption(interruption_feed, options.replace_on_rebalance)
@@ -181,6 +199,8 @@ class Operator:
     def handle(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         """Update the state, then wake the controllers that care."""
         moved = self.state.apply(event_type, obj)
+        if self.deletion_cost is not None and kind in ("Pod", "Node", "NodeClaim", "NodePool"):
+            self.manager.enqueue(self.deletion_cost.name, deletioncost.KEY)  # at most 1/min
         if kind == "Pod":
             self._on_pod(event_type, obj, moved)
             return
@@ -241,6 +261,7 @@ class Operator:
         self._pool_generations[name] = generation
         if not respecified:
             return
+        self._reweigh_overlays()
         if event_type != "DELETED":
             self.manager.enqueue(self.nodepool_status.name, name)
             if self.static is not None:
@@ -260,7 +281,16 @@ class Operator:
         for claim in self.state.nodeclaims.values():
             if claim.node_class_ref.name == name:
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
+        self._reweigh_overlays()  # the pools' instance types may differ
         self._reprovision()
+
+    def _on_nodeoverlay(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._reweigh_overlays()
+
+    def _reweigh_overlays(self) -> None:
+        """Overlays or pools changed: which overlay changes what is worked out again."""
+        if self.overlays is not None:
+            self.manager.enqueue(self.overlays.name, nodeoverlay.KEY)
 
     def _reprovision(self) -> None:
         """Capacity or pools changed: pending pods get another batch."""

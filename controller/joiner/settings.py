@@ -41,6 +41,8 @@ class FeatureGates:
     spot_to_spot_consolidation: bool = False
     node_repair: bool = False
     static_capacity: bool = False
+    node_overlay: bool = False
+    pod_deletion_cost_management: bool = False
 
 
 # Gate name as written in FEATURE_GATES -> FeatureGates field.
@@ -48,6 +50,8 @@ FEATURE_GATE_FIELDS = {
     "SpotToSpotConsolidation": "spot_to_spot_consolidation",
     "NodeRepair": "node_repair",
     "StaticCapacity": "static_capacity",
+    "NodeOverlay": "node_overlay",
+    "PodDeletionCostManagement": "pod_deletion_cost_management",
 }
 
 SETTINGS: tuple[Setting, ...] = (
@@ -101,7 +105,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "FEATURE_GATES",
         "feature_gates",
-        "SpotToSpotConsolidation=false,NodeRepair=false,StaticCapacity=false",
+        "SpotToSpotConsolidation=false,NodeRepair=false,StaticCapacity=false,NodeOverlay=false,"
+        "PodDeletionCostManagement=false",
         "Optional features as Name=true|false pairs separated by commas.",
     ),
     Setting(

@@ -56,6 +56,7 @@ def test_each_object_is_its_own_kubernetes_resource(program):
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
@@ -200,6 +201,7 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.sh", "nodepools"),
         ("karpenter.sh", "nodeclaims"),
         ("karpenter.k8s.aws", "ec2nodeclasses"),
+        ("karpenter.sh", "nodeoverlays"),
     }
     assert {(g, r, v) for g, r, v in granted if v not in ("list", "watch")} == {
         ("", "nodes", "get"),
@@ -214,9 +216,11 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.k8s.aws", "ec2nodeclasses", "update"),
         ("karpenter.sh", "nodeclaims/status", "update"),
         ("karpenter.sh", "nodepools/status", "update"),
+        ("karpenter.sh", "nodeoverlays/status", "update"),
         ("karpenter.k8s.aws", "ec2nodeclasses/status", "update"),
         ("", "pods/eviction", "create"),
         ("", "pods", "delete"),
+        ("", "pods", "patch"),
         ("", "events", "create"),
         ("", "events", "patch"),
     }

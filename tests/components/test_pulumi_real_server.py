@@ -74,6 +74,7 @@ def test_every_rendered_object_is_accepted_by_the_real_server(
         ("ClusterRoleBinding", "joiner"),
         ("CustomResourceDefinition", "ec2nodeclasses.karpenter.k8s.aws"),
         ("CustomResourceDefinition", "nodeclaims.karpenter.sh"),
+        ("CustomResourceDefinition", "nodeoverlays.karpenter.sh"),
         ("CustomResourceDefinition", "nodepools.karpenter.sh"),
         ("Deployment", "joiner"),
         ("EC2NodeClass", "default"),

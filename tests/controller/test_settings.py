@@ -164,8 +164,8 @@ def test_cluster_name_is_required_unless_waived() -> None:
         (
             "FEATURE_GATES",
             "Drift=true",
-            "FEATURE_GATES: unknown feature gate 'Drift' (known: NodeRepair, "
-            "SpotToSpotConsolidation, StaticCapacity)",
+            "FEATURE_GATES: unknown feature gate 'Drift' (known: NodeOverlay, NodeRepair, "
+            "PodDeletionCostManagement, SpotToSpotConsolidation, StaticCapacity)",
         ),
         (
             "FEATURE_GATES",
@@ -209,6 +209,14 @@ def test_bind_address_takes_ipv4_and_ipv6_in_canonical_form(written: str, addres
 def test_feature_gates_merge_over_defaults() -> None:
     gates = Settings.from_env({"CLUSTER_NAME": "c", "FEATURE_GATES": "NodeRepair=true"})
     assert gates.feature_gates == FeatureGates(spot_to_spot_consolidation=False, node_repair=True)
+
+
+def test_node_overlay_and_pod_deletion_cost_gates_are_upstreams_and_off_by_default() -> None:
+    assert Settings.from_env({"CLUSTER_NAME": "c"}).feature_gates == FeatureGates()
+    gates = Settings.from_env(
+        {"CLUSTER_NAME": "c", "FEATURE_GATES": "NodeOverlay=true,PodDeletionCostManagement=true"}
+    ).feature_gates
+    assert gates == FeatureGates(node_overlay=True, pod_deletion_cost_management=True)
 
 
 def test_settings_are_frozen() -> None:

@@ -25,22 +25,13 @@ def _scenario(
     extra: tuple[dict[str, Any], ...] = (),
 ) -> dict[str, Any]:
     """Five on-demand nodes of two web pods each (10 replicas of 1500m on 4-CPU types)."""
-    return testing.scenario(
+    return testing.on_demand_pool_scenario(
         "repair",
-        instance_types=[
-            testing.scenario_instance_type("m-4x16", "4", "16Gi", {"zone-a/on-demand": 0.192})
-        ],
-        objects=[
-            testing.ec2nodeclass(),
-            testing.nodepool(
-                requirements=[testing.capacity_types("on-demand")],
-                disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-            ),
-            testing.deployment(APP, replicas=replicas, cpu="1500m", memory="1Gi"),
-            *extra,
-        ],
-        steps=[{"settle": "5m"}, *steps],
-        settings={"FEATURE_GATES": f"NodeRepair={str(gate).lower()}"},
+        [testing.scenario_instance_type("m-4x16", "4", "16Gi", {"zone-a/on-demand": 0.192})],
+        {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+        [testing.deployment(APP, replicas=replicas, cpu="1500m", memory="1Gi"), *extra],
+        [{"settle": "5m"}, *steps],
+        f"NodeRepair={str(gate).lower()}",
     )
 
 

@@ -136,6 +136,8 @@ class ControllerCommand:
             "BATCH_IDLE_DURATION": "200ms",
             "BATCH_MAX_DURATION": "2s",
             "HOSTNAME": "joiner-0",
+            # the gated controllers' requests are part of what the role must allow
+            "FEATURE_GATES": "NodeOverlay=true,PodDeletionCostManagement=true",
         }
         self.log = workdir / "controller.log"
         with open(self.log, "wb") as log:
@@ -221,6 +223,28 @@ def _reasons(kube: HttpKube, claim_name: str) -> list[str]:
     ]
 
 
+def _overlay() -> dict[str, Any]:
+    requirement_ = requirement(wk.INSTANCE_TYPE, "In", ["m5.large"])
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "savings-plan"},
+        "spec": {"requirements": [requirement_], "priceAdjustment": "-10%"},
+    }
+
+
+def _overlay_validated(kube: HttpKube) -> bool:
+    overlay = kube.get("NodeOverlay", "savings-plan")
+    return is_true((overlay.get("status") or {}).get("conditions"), "ValidationSucceeded")
+
+
+def _deletion_costs(kube: HttpKube) -> set[str | None]:
+    return {
+        (p["metadata"].get("annotations") or {}).get(wk.POD_DELETION_COST)
+        for p in kube.list("Pod", APPS).items
+    }
+
+
 def _workload() -> dict[str, Any]:
     return deployment("web", 2, cpu="500m", memory="256Mi", namespace=APPS)
 
@@ -253,6 +277,7 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
     try:
         admin.create(nodeclass_dict())
         admin.create(_node_pool())
+        admin.create(_overlay())
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": APPS}})
         admin.create(_workload())
 
@@ -288,6 +313,10 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
             controller,
         )
         assert not set(second_pods) & set(first_pods)  # the ReplicaSet made new ones
+        # the gated controllers: the overlay's status, the pods' deletion cost (the one
+        # node is within the pool's 10% budget: rank -1), re-ranked within a minute
+        _wait(lambda: _overlay_validated(admin), "the NodeOverlay's status", controller)
+        _wait(lambda: _deletion_costs(admin) == {"-1"}, "the pods' deletion cost", controller)
         assert _evicted(cluster.plane) == {(APPS, name) for name in first_pods}
         assert _reasons(admin, first_name) == [
             "Launched",

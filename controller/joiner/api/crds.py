@@ -1,4 +1,4 @@
-"""The CustomResourceDefinitions of NodePool, NodeClaim and EC2NodeClass, rendered from
+"""The CustomResourceDefinitions of NodePool, NodeClaim, EC2NodeClass and NodeOverlay, rendered from
 the schemas in ``joiner.api.definitions`` (the Pulumi components and ``joiner render crds``
 install exactly these)."""
 
@@ -11,7 +11,7 @@ from joiner.api.schema import to_openapi
 
 
 def render_crds() -> list[dict[str, Any]]:
-    """The three CRD manifests (apiextensions.k8s.io/v1), NodePool first."""
+    """The CRD manifests (apiextensions.k8s.io/v1), NodePool first."""
     return [render_crd(kind) for kind in KINDS]
 
 
@@ -46,7 +46,7 @@ def _version(kind: Kind) -> dict[str, Any]:
             "statusReplicasPath": kind.scale.status_replicas_path,
         }
     return {
-        "name": "v1",
+        "name": kind.version,
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": to_openapi(kind.schema)},

@@ -81,18 +81,25 @@ AWS_WELL_KNOWN_LABELS = frozenset(
 # Labels upstream Karpenter's AWS provider derives for instance types (and its CRDs let a
 # NodePool name) that Joiner does not derive: a requirement on one is treated like one on
 # a label of your own.
-AWS_LABELS_JOINER_DOES_NOT_DERIVE = frozenset(
+# Of those, the capacity reservation, placement group and tenancy keys, which upstream's
+# NodeOverlay CRD refuses.
+_AWS_RESERVATION_PLACEMENT_TENANCY = frozenset(
     f"{AWS_GROUP}/{name}"
     for name in (
         "instance-tenancy",
         "capacity-reservation-type",
         "capacity-reservation-id",
         "capacity-reservation-interruptible",
+        "placement-group-id",
+        "placement-group-partition",
+    )
+)
+AWS_LABELS_JOINER_DOES_NOT_DERIVE = _AWS_RESERVATION_PLACEMENT_TENANCY | frozenset(
+    f"{AWS_GROUP}/{name}"
+    for name in (
         "nitro-sandbox",
         "instance-cpu-sustained-clock-speed-mhz",
         "instance-capability-flex",
-        "placement-group-id",
-        "placement-group-partition",
     )
 )
 # The keys of the karpenter.sh and karpenter.k8s.aws domains upstream's NodePool CRD lets a
@@ -102,6 +109,10 @@ AWS_LABELS_A_POOL_MAY_USE = (
     frozenset(k for k in AWS_WELL_KNOWN_LABELS if k.startswith(AWS_GROUP + "/"))
     | AWS_LABELS_JOINER_DOES_NOT_DERIVE
 )
+
+# The karpenter.k8s.aws keys upstream's NodeOverlay CRD lets a requirement name: a pool's,
+# less those of capacity reservations, placement groups and tenancy.
+AWS_LABELS_AN_OVERLAY_MAY_USE = AWS_LABELS_A_POOL_MAY_USE - _AWS_RESERVATION_PLACEMENT_TENANCY
 
 # Labels whose values come from the cloud (instance types and offerings); a pod
 # may select them even when a NodePool does not mention them.

@@ -27,6 +27,7 @@ from joiner.cloudprovider.repairpolicies import EKS_REPAIR_POLICIES
 from joiner.cloudprovider.types import (
     InstanceType,
     InsufficientCapacityError,
+    LaunchPrices,
     NodeClaimNotFoundError,
     Offering,
     Overhead,
@@ -166,14 +167,23 @@ class FakeCloudProvider:
             self._listed = (key, types, list(self.instance_types))  # the types keep their ids
         return self._listed[1]
 
-    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch the cheapest available offering compatible with the NodeClaim among its
-        candidate types (all types when it names none) that fit its requests; ties go to
-        the earlier candidate. Pools without capacity are skipped and cached as such."""
+    def create(self, nodeclaim: NodeClaim, prices: LaunchPrices | None = None) -> NodeClaim:
+        """Launch the cheapest available offering (at ``prices`` where given) compatible
+        with the NodeClaim among its candidate types (all types when it names none) that fit
+        its requests; ties go to the earlier candidate. Pools without capacity are skipped
+        and cached as such."""
         self.create_calls.append(nodeclaim)
         requirements = nodeclaim.requirement_set()
+        prices = prices or {}
         choices = [
-            (offering.price, index, instance_type, offering)
+            (
+                prices.get(
+                    (instance_type.name, offering.zone, offering.capacity_type), offering.price
+                ),
+                index,
+                instance_type,
+                offering,
+            )
             for index, instance_type in enumerate(self._candidates(nodeclaim, requirements))
             for offering in self._with_availability(instance_type).compatible_offerings(
                 requirements

@@ -8,7 +8,7 @@ whether it can be launched now.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -85,6 +85,11 @@ class InstanceType:
         return min((o.price for o in offerings), default=None)
 
 
+# (instance type, zone, capacity type) -> the price a launch weighs the offering at: the
+# NodeOverlay-adjusted price, so the cloud launches in the order the scheduler priced.
+LaunchPrices = Mapping[tuple[str, str, str], float]
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPolicy:
     """A Node condition that makes the node unhealthy [REPAIR-1]: once the condition has had
@@ -121,7 +126,8 @@ class NodeClassNotReadyError(CloudProviderError):
 class CloudProvider(Protocol):
     """What controllers need from a cloud (mirrors Karpenter's interface).
 
-    ``create`` launches one instance for the NodeClaim and returns the NodeClaim
+    ``create`` launches one instance for the NodeClaim (the cheapest offering it can, at
+    ``prices`` where given: EC2 Fleet's prioritized strategy) and returns the NodeClaim
     with ``status.providerID``, ``status.capacity``/``allocatable`` and the labels
     of what was launched (instance type, zone, capacity type, ...). It raises
     ``InsufficientCapacityError`` or ``NodeClassNotReadyError``.
@@ -130,7 +136,7 @@ class CloudProvider(Protocol):
 
     name: str
 
-    def create(self, nodeclaim: NodeClaim) -> NodeClaim: ...
+    def create(self, nodeclaim: NodeClaim, prices: LaunchPrices | None = None) -> NodeClaim: ...
 
     def delete(self, nodeclaim: NodeClaim) -> None: ...
 

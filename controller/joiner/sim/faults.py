@@ -251,8 +251,8 @@ class FaultyCloud:
             raise CloudProviderError(f"{call}: {CLOUD_MESSAGES[error]}")
         return do(self._provider())
 
-    def create(self, nodeclaim: Any) -> Any:
-        return self._call("create", lambda p: p.create(nodeclaim))
+    def create(self, nodeclaim: Any, prices: Any = None) -> Any:
+        return self._call("create", lambda p: p.create(nodeclaim, prices))
 
     def delete(self, nodeclaim: Any) -> None:
         self._call("delete", lambda p: p.delete(nodeclaim))

@@ -32,6 +32,7 @@ EMULATED_KINDS: tuple[str, ...] = (
     "NodePool",
     "EC2NodeClass",
     "NodeClaim",
+    "NodeOverlay",
     "Namespace",
     "Pod",
     "Deployment",
@@ -43,7 +44,7 @@ EMULATED_KINDS: tuple[str, ...] = (
     "PersistentVolume",
     "StorageClass",
 )
-KARPENTER_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim"})
+KARPENTER_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay"})
 # Where each pod-creating kind keeps its pod spec.
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),

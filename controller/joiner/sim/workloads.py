@@ -11,8 +11,10 @@ import contextlib
 import copy
 import hashlib
 import json
+from collections import Counter
 from typing import Any
 
+from joiner.api.labels import POD_DELETION_COST
 from joiner.api.requirements import Requirements
 from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import AlreadyExists, KubeAPI, NotFound
@@ -152,7 +154,7 @@ class Workloads:
         for _ in range(wanted - len(active)):
             self.kube.create(pod_from_template(rs, template))
         excess = len(active) - wanted
-        for pod in _removal_order(active)[:excess] if excess > 0 else ():
+        for pod in removal_order(active)[:excess] if excess > 0 else ():
             with contextlib.suppress(NotFound):
                 self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
@@ -199,11 +201,53 @@ def daemon_fits(template: dict[str, Any], node: dict[str, Any]) -> bool:
     return not untolerated(pod["spec"].get("tolerations") or [], taints, False)
 
 
-def _removal_order(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Which pods a ReplicaSet scales down first: unscheduled ones, then the newest."""
+def removal_order(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Which pods a ReplicaSet scales down first, by the real controller's ranking
+    (``ActivePodsWithRanks``): unscheduled before scheduled; Pending, Unknown, then Running;
+    not ready before ready; lower ``controller.kubernetes.io/pod-deletion-cost`` first;
+    pods sharing their node with more of the set's pods first; more restarts first; then
+    the newest (exact times: the emulation leaves out the real one's logarithmic buckets)."""
+    per_node = Counter(_node_of(p) for p in pods if _node_of(p))
     newest_first = sorted(
         pods,
         key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]),
         reverse=True,
     )
-    return sorted(newest_first, key=lambda p: bool((p.get("spec") or {}).get("nodeName")))
+    return sorted(
+        newest_first,
+        key=lambda p: (
+            bool(_node_of(p)),
+            _PHASE_RANK.get((p.get("status") or {}).get("phase", "Pending"), 2),
+            _is_ready(p),
+            _deletion_cost(p),
+            -per_node[_node_of(p)] if _node_of(p) else 0,
+            -_restarts(p),
+        ),
+    )
+
+
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _node_of(pod: dict[str, Any]) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _is_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _deletion_cost(pod: dict[str, Any]) -> int:
+    """The annotation as the ReplicaSet controller reads it: an int32, else 0."""
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_DELETION_COST)
+    try:
+        cost = int(raw) if raw is not None else 0
+    except ValueError:
+        return 0
+    return cost if -(2**31) <= cost < 2**31 else 0
+
+
+def _restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return sum(int(s.get("restartCount") or 0) for s in statuses)

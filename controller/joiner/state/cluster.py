@@ -39,6 +39,7 @@ WATCHED_KINDS = (
     "PersistentVolume",
     "StorageClass",
     "CSINode",
+    "NodeOverlay",  # applied behind the NodeOverlay gate (joiner.controllers.nodeoverlay)
 )
 
 

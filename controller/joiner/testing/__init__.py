@@ -246,6 +246,26 @@ def scenario(
     }
 
 
+def on_demand_pool_scenario(
+    name: str,
+    instance_types: list[dict[str, Any]],
+    disruption: dict[str, Any],
+    objects: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    feature_gates: str,
+) -> dict[str, Any]:
+    """``scenario`` with the default EC2NodeClass and one on-demand NodePool disrupted as
+    ``disruption`` says, then ``objects``; ``feature_gates`` is FEATURE_GATES."""
+    pool = nodepool(requirements=[capacity_types("on-demand")], disruption=disruption)
+    return scenario(
+        name,
+        instance_types=instance_types,
+        objects=[ec2nodeclass(), pool, *objects],
+        steps=steps,
+        settings={"FEATURE_GATES": feature_gates},
+    )
+
+
 def kubelet_node(claim: dict[str, Any], name: str) -> dict[str, Any]:
     """The Node a launched NodeClaim's kubelet registers: the claim's labels (and the
     hostname), its providerID, capacity and allocatable, still tainted unregistered and

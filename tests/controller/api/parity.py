@@ -36,6 +36,7 @@ UPSTREAM_CRDS = tuple(
         "karpenter.sh_nodepools.yaml",
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.k8s.aws_ec2nodeclasses.yaml",
+        "karpenter.sh_nodeoverlays.yaml",
     )
 )
 UPSTREAM_EXAMPLES = UPSTREAM / "examples" / "v1"

@@ -25,18 +25,24 @@ def _schema(name: str) -> dict[str, Any]:
     return _by_name()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def test_three_cluster_scoped_crds_with_karpenter_names() -> None:
+def test_cluster_scoped_crds_with_karpenter_names() -> None:
     crds = _by_name()
-    assert list(crds) == [
-        "nodepools.karpenter.sh",
-        "nodeclaims.karpenter.sh",
-        "ec2nodeclasses.karpenter.k8s.aws",
-    ]
-    for crd in crds.values():
+    versions = {
+        "nodepools.karpenter.sh": "v1",
+        "nodeclaims.karpenter.sh": "v1",
+        "ec2nodeclasses.karpenter.k8s.aws": "v1",
+        "nodeoverlays.karpenter.sh": "v1alpha1",  # [OVERLAY-1] as upstream's
+    }
+    assert list(crds) == list(versions)
+    for name, crd in crds.items():
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
         assert crd["spec"]["scope"] == "Cluster"
         (version,) = crd["spec"]["versions"]
-        assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+        assert (version["name"], version["served"], version["storage"]) == (
+            versions[name],
+            True,
+            True,
+        )
         assert version["subresources"]["status"] == {}
     # as upstream's: the scale subresource makes the server check replicas as an int32
     assert crds["nodepools.karpenter.sh"]["spec"]["versions"][0]["subresources"]["scale"] == {
@@ -51,6 +57,21 @@ def test_three_cluster_scoped_crds_with_karpenter_names() -> None:
         "categories": ["karpenter"],
         "shortNames": ["ec2nc", "ec2ncs"],
     }
+
+
+def test_nodeoverlay_names_and_rules_are_upstreams() -> None:
+    crd = _by_name()["nodeoverlays.karpenter.sh"]
+    assert crd["spec"]["names"]["shortNames"] == ["overlays"]
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["requirements"]
+    assert spec["x-kubernetes-validations"] == [
+        {
+            "rule": "!has(self.price) || !has(self.priceAdjustment)",
+            "message": "cannot set both 'price' and 'priceAdjustment'",
+        }
+    ]
+    weight = spec["properties"]["weight"]
+    assert (weight["minimum"], weight["maximum"], weight["format"]) == (1, 10000, "int32")
 
 
 def test_printer_columns() -> None:

@@ -106,7 +106,7 @@ def _kind(obj: Any) -> Kind:
 
 def _collection(obj: Any, upstream: bool) -> str:
     kind = _kind(obj)
-    return f"/apis/{UPSTREAM_GROUP if upstream else ''}{kind.group}/v1/{kind.plural}"
+    return f"/apis/{UPSTREAM_GROUP if upstream else ''}{kind.group}/{kind.version}/{kind.plural}"
 
 
 def _as(obj: Any, upstream: bool) -> Any:
@@ -373,6 +373,8 @@ def test_the_dry_runs_changed_nothing(installed: Servers) -> None:
     for kind in KINDS:
         for upstream in (True, False):
             prefix = UPSTREAM_GROUP if upstream else ""
-            listed = installed.http.get(f"/apis/{prefix}{kind.group}/v1/{kind.plural}").json()
+            listed = installed.http.get(
+                f"/apis/{prefix}{kind.group}/{kind.version}/{kind.plural}"
+            ).json()
             names = [item["metadata"]["name"] for item in listed["items"]]
             assert not [n for n in names if n.startswith("parity")], json.dumps(names)

@@ -41,6 +41,7 @@ def test_the_corpus_covers_every_rule_family() -> None:
         "ec2nodeclass.yaml",
         "labels.yaml",
         "metadata.yaml",
+        "nodeoverlay.yaml",
         "pool.yaml",
         "requirements.yaml",
         "selectors.yaml",

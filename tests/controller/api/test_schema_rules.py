@@ -114,7 +114,7 @@ def _defaulted_nodes(kind: Kind) -> Iterator[Schema]:
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.kind)
 def test_defaults_validate_against_their_own_schema(kind: Kind) -> None:
     nodes = list(_defaulted_nodes(kind))
-    assert nodes
+    assert nodes or kind.kind == "NodeOverlay"  # upstream's NodeOverlay has no defaults
     for node in nodes:
         assert validate_value(node, node.default) == []
 

@@ -188,7 +188,8 @@ def test_field_error_text() -> None:
 
 
 SERVED = (
-    "NodePool (karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1)"
+    "NodePool (karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
+    "NodeOverlay (karpenter.sh/v1alpha1)"
 )
 
 

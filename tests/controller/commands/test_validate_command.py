@@ -165,7 +165,8 @@ def test_other_kinds_alone_are_skipped_and_valid(
         (
             "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n",
             "Provisioner/a: kind: unknown kind 'Provisioner'; expected one of NodePool "
-            "(karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1)",
+            "(karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
+            "NodeOverlay (karpenter.sh/v1alpha1)",
         ),
     ],
 )  # fmt: skip

@@ -1,10 +1,10 @@
-"""The NodePool, NodeClaim and EC2NodeClass schemas: the one source of truth for the CRDs
-(``joiner.api.crds``), defaulting and validation (``joiner.api.validation``).
+"""The NodePool, NodeClaim, EC2NodeClass and NodeOverlay schemas: the one source of truth
+for the CRDs (``joiner.api.crds``), defaulting and validation (``joiner.api.validation``).
 
 Each CEL rule sits next to its Python twin and shares its message [SPEC 1].
 
 Layout: ``common`` (shared pieces), ``nodepool`` (NodePool, NodeClaim),
-``ec2nodeclass``; this module assembles the served kinds."""
+``ec2nodeclass``, ``nodeoverlay``; this module assembles the served kinds."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from typing import Any
 from joiner.api import ec2nodeclass as ec2
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
+from joiner.api import nodeoverlay as no
 from joiner.api import nodepool as np
 from joiner.api.definitions.ec2nodeclass import ec2nodeclass_spec, ec2nodeclass_status
+from joiner.api.definitions.nodeoverlay import nodeoverlay_spec, nodeoverlay_status
 from joiner.api.definitions.nodepool import (
     nodeclaim_spec,
     nodeclaim_status,
@@ -29,6 +31,7 @@ __all__ = [
     "JOINER_GROUPS",
     "KINDS",
     "NODECLAIM",
+    "NODEOVERLAY",
     "NODEPOOL",
     "Kind",
     "Scale",
@@ -69,10 +72,11 @@ class Kind:
     schema: Schema
     printer_columns: tuple[dict[str, Any], ...]
     scale: Scale | None = None
+    version: str = "v1"
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/v1"
+        return f"{self.group}/{self.version}"
 
 
 def _column(name: str, path: str, type_: str = "string", priority: int = 0) -> dict[str, Any]:
@@ -133,5 +137,15 @@ EC2NODECLASS = Kind(
     printer_columns=(_READY, _AGE, _column("Role", ".spec.role", priority=1)),
 )
 
-KINDS: tuple[Kind, ...] = (NODEPOOL, NODECLAIM, EC2NODECLASS)
+NODEOVERLAY = Kind(
+    group=wk.KARPENTER_GROUP,
+    kind=no.KIND,
+    plural="nodeoverlays",
+    short_names=("overlays",),
+    schema=root(nodeoverlay_spec(), nodeoverlay_status()),
+    printer_columns=(_READY, _AGE, _column("Weight", ".spec.weight", "integer", priority=1)),
+    version=no.VERSION,
+)
+
+KINDS: tuple[Kind, ...] = (NODEPOOL, NODECLAIM, EC2NODECLASS, NODEOVERLAY)
 JOINER_GROUPS = frozenset(k.group for k in KINDS)

@@ -116,7 +116,16 @@ def restricted_key_checks(nodepool: bool) -> tuple[_KeyCheck, ...]:
     )
 
 
-def _key_rules(checks: tuple[_KeyCheck, ...]) -> tuple[Rule, ...]:
+def overlay_key_checks() -> tuple[_KeyCheck, ...]:
+    """The keys upstream's NodeOverlay CRD refuses in a requirement."""
+    return (
+        _domain_check(wk.KARPENTER_GROUP, wk.KARPENTER_LABELS_A_POOL_MAY_USE),
+        _named_check(wk.HOSTNAME),
+        _domain_check(wk.AWS_GROUP, wk.AWS_LABELS_AN_OVERLAY_MAY_USE),
+    )
+
+
+def key_rules(checks: tuple[_KeyCheck, ...]) -> tuple[Rule, ...]:
     """Rules for a single label key (a requirement's ``key``)."""
     return tuple(
         Rule(
@@ -257,7 +266,8 @@ def duration_string(description: str, never: bool, **options: Any) -> Schema:
     )
 
 
-def _numeric_ok(r: dict[str, Any]) -> bool:
+def numeric_ok(r: dict[str, Any]) -> bool:
+    """A Gt/Lt/Gte/Lte requirement has one integer value >= 0 (others pass)."""
     return r["operator"] not in NUMERIC_OPERATORS or (
         len(r["values"]) == 1 and cel_int(r["values"][0]) >= 0
     )
@@ -276,7 +286,7 @@ def requirement_list_rules() -> tuple[Rule, ...]:
         Rule(
             "requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single "
             "integer value >= 0",
-            lambda reqs: all(_numeric_ok(r) for r in reqs),
+            lambda reqs: all(numeric_ok(r) for r in reqs),
             cel=f"self.all(x, !(x.operator in {numeric})"
             " || (x.values.size() == 1 && int(x.values[0]) >= 0))",
         ),
@@ -307,7 +317,7 @@ def requirement(checks: tuple[_KeyCheck, ...], advise: bool) -> Schema:
                 max_length=316,
                 pattern=QUALIFIED_NAME,
                 hint="expected a label key like example.com/team",
-                rules=_key_rules(checks),
+                rules=key_rules(checks),
                 advice=label_key_advice(checks, over_map=False) if advise else (),
             ),
             "operator": string("How values are compared.", enum=OPERATORS),

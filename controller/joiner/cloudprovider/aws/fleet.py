@@ -56,10 +56,14 @@ class FleetResult:
 
 
 def fleet_request(
-    capacity_type: str, overrides: Sequence[Override], tags: Mapping[str, str]
+    capacity_type: str,
+    overrides: Sequence[Override],
+    tags: Mapping[str, str],
+    prioritized: bool = False,
 ) -> dict[str, Any]:
     """The CreateFleet arguments: one launch template config per template, in the order
-    of each template's cheapest override (moto takes the first override it sees)."""
+    of each template's cheapest override (moto takes the first override it sees). With
+    ``prioritized`` (NodeOverlay prices) on-demand goes by the overrides' priorities."""
     configs: dict[str, list[dict[str, Any]]] = {}
     for override in sorted(overrides, key=lambda o: o.price):
         configs.setdefault(override.launch_template, []).append(
@@ -89,15 +93,20 @@ def fleet_request(
     }
     if capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-    else:
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    else:  # prices from NodeOverlays: in their order, as upstream, not EC2's list prices
+        strategy = "prioritized" if prioritized else "lowest-price"
+        request["OnDemandOptions"] = {"AllocationStrategy": strategy}
     return request
 
 
 def create_fleet(
-    ec2: Any, capacity_type: str, overrides: Sequence[Override], tags: Mapping[str, str]
+    ec2: Any,
+    capacity_type: str,
+    overrides: Sequence[Override],
+    tags: Mapping[str, str],
+    prioritized: bool = False,
 ) -> FleetResult:
-    response = ec2.create_fleet(**fleet_request(capacity_type, overrides, tags))
+    response = ec2.create_fleet(**fleet_request(capacity_type, overrides, tags, prioritized))
     zones = {o.subnet_id: o.zone for o in overrides}
     errors = [_error(e, zones) for e in response.get("Errors", ())]
     for instance in response.get("Instances", ()):

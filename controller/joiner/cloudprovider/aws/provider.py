@@ -70,6 +70,7 @@ from joiner.cloudprovider.types import (
     CloudProviderError,
     InstanceType,
     InsufficientCapacityError,
+    LaunchPrices,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
     RepairPolicy,
@@ -222,7 +223,7 @@ class AWSCloudProvider:
 
     # --- create ------------------------------------------------------------------
 
-    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+    def create(self, nodeclaim: NodeClaim, prices: LaunchPrices | None = None) -> NodeClaim:
         nodeclass = self._ready_nodeclass(nodeclaim)
         requirements = nodeclaim.requirement_set()
         types = drop_exotic(self._candidate_types(nodeclaim, nodeclass), requirements)
@@ -231,12 +232,12 @@ class AWSCloudProvider:
             raise InsufficientCapacityError(
                 f"no available offering for {nodeclaim.name} among {len(types)} instance types"
             )
-        candidates = self._candidates(nodeclass, types, requirements, capacity_type)
+        candidates = self._candidates(nodeclass, types, requirements, capacity_type, prices)
         if not candidates:
             raise InsufficientCapacityError(
                 f"no {capacity_type} offering for {nodeclaim.name} has a subnet and an AMI"
             )
-        result = self._launch(nodeclaim, nodeclass, capacity_type, candidates)
+        result = self._launch(nodeclaim, nodeclass, capacity_type, candidates, prices is not None)
         self._sweep_launch_templates()
         return self._launched(nodeclaim, nodeclass, result, capacity_type, candidates)
 
@@ -282,11 +283,20 @@ class AWSCloudProvider:
         types: Sequence[InstanceType],
         requirements: Requirements,
         capacity_type: str,
+        prices: LaunchPrices | None,
     ) -> list[_Candidate]:
+        """Each launchable (type, offering), priced at ``prices`` where given."""
+        prices = prices or {}
         subnets = subnets_by_zone(self.clients.ec2, nodeclass.status.get("subnets", []))
         images = {it.name: _image_for(it, nodeclass) for it in types}
         return [
-            _Candidate(it, offering.zone, offering.price, subnets[offering.zone], images[it.name])
+            _Candidate(
+                it,
+                offering.zone,
+                prices.get((it.name, offering.zone, capacity_type), offering.price),
+                subnets[offering.zone],
+                images[it.name],
+            )
             for it, offering in launchable_offerings(types, requirements, capacity_type)
             if offering.zone in subnets and images[it.name] is not None
         ]
@@ -297,6 +307,7 @@ class AWSCloudProvider:
         nodeclass: EC2NodeClass,
         capacity_type: str,
         candidates: list[_Candidate],
+        prioritized: bool,
     ) -> FleetResult:
         nodepool = nodeclaim.nodepool or ""
         tags = instance_tags(
@@ -305,7 +316,7 @@ class AWSCloudProvider:
         for attempt in range(2):
             overrides = self._overrides(nodeclaim, nodeclass, capacity_type, candidates)
             try:
-                result = create_fleet(self.clients.ec2, capacity_type, overrides, tags)
+                result = create_fleet(self.clients.ec2, capacity_type, overrides, tags, prioritized)
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code")
                 if code in NOT_FOUND_CODES and attempt == 0:

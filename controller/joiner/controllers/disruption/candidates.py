@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
 from joiner.api.duration import DurationError, parse_duration
 from joiner.api.nodepool import NodePool
 from joiner.clock import from_rfc3339
@@ -41,6 +42,11 @@ class Candidate:
     def nodeclaim(self) -> str:
         assert self.node.nodeclaim is not None
         return self.node.nodeclaim.name
+
+    @property
+    def drifted(self) -> bool:
+        claim = self.node.nodeclaim
+        return claim is not None and claim.condition_true(nc.DRIFTED)
 
 
 def eviction_cost(pod: dict[str, Any]) -> float:

@@ -169,7 +169,7 @@ class Disruption:
         return verdict.command
 
     def _drift(self, candidates: list[Candidate]) -> Command | None:
-        drifted = [c for c in candidates if _drifted(c)]
+        drifted = [c for c in candidates if c.drifted]
         verdict = methods.drift(drifted, self._allowed, self._simulate)
         self.last_skipped.update(verdict.skipped)
         return verdict.command
@@ -523,8 +523,3 @@ class Disruption:
 def _consolidatable(candidate: Candidate) -> bool:
     claim = candidate.node.nodeclaim
     return claim is not None and claim.condition_true(nc.CONSOLIDATABLE)
-
-
-def _drifted(candidate: Candidate) -> bool:
-    claim = candidate.node.nodeclaim
-    return claim is not None and claim.condition_true(nc.DRIFTED)
