@@ -176,7 +176,7 @@ class Disruption:
 
     def _static_drift(self, candidates: list[Candidate]) -> Command | None:
         verdict = static_drift(
-            [c for c in candidates if _drifted(c)],
+            [c for c in candidates if c.drifted],
             self._allowed,
             self._static_room,
             lambda pool: template_plan(pool, self._instance_types(pool.name)),
