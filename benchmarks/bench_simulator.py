@@ -672,9 +672,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(
-        benchmark(provider, args.policy, args.pod_deletion_cost) for provider in providers
-    )
+    return max(benchmark(provider, args.policy, args.pod_deletion_cost) for provider in providers)
 
 
 if __name__ == "__main__":
