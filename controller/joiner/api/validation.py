@@ -348,6 +348,8 @@ def _is_date_time(value: str) -> bool:
 
 def _value_messages(schema: Schema, value: Any) -> list[tuple[str, str]]:
     """(message, reason) of the checks on a value of the right type."""
+    if not _has_value_checks(schema):
+        return []
     checks: tuple[tuple[Callable[[Schema, Any], str | None], str], ...] = (
         (_enum_message, NOT_SUPPORTED),
         (_pattern_message, INVALID),
@@ -356,6 +358,24 @@ def _value_messages(schema: Schema, value: Any) -> list[tuple[str, str]]:
         (_too_many_message, TOO_LONG if isinstance(value, str) else TOO_MANY),
     )
     return [(message, reason) for check, reason in checks if (message := check(schema, value))]
+
+
+# Whether a schema node has any of the checks below: most have none, and the interpreter
+# asks for every node of every object it validates.
+_VALUE_CHECKED: dict[Schema, bool] = {}
+
+
+def _has_value_checks(schema: Schema) -> bool:
+    found = _VALUE_CHECKED.get(schema)
+    if found is None:
+        bounds = (schema.minimum, schema.maximum, schema.min_items, schema.max_items)
+        lengths = (schema.min_length, schema.max_length, schema.max_properties)
+        found = _VALUE_CHECKED[schema] = bool(
+            schema.enum
+            or schema.pattern is not None
+            or any(b is not None for b in (*bounds, *lengths))
+        )
+    return found
 
 
 def _enum_message(schema: Schema, value: Any) -> str | None:
