@@ -30,6 +30,7 @@ from typing import Any
 from joiner.api import objectmeta
 from joiner.api.definitions import JOINER_GROUPS, KINDS, Kind
 from joiner.api.schema import Rule, Schema
+from joiner.jsoncopy import deep_copy
 
 UNKNOWN_FIELD = "unknown field"
 NOT_CHECKED = (
@@ -128,7 +129,7 @@ def apply_defaults(obj: Any) -> Any:
     """A copy of ``obj`` as the API server stores it on create: null fields dropped,
     whole numbers written as decimals (5.0) read as integers, the schema defaults set on
     absent fields. Objects of unknown kinds come back as unchanged copies."""
-    result = copy.deepcopy(obj)
+    result = deep_copy(obj)
     kind, _ = kind_of(obj)
     if kind is not None:
         _default(kind.schema, result)
