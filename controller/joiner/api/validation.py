@@ -30,7 +30,7 @@ from typing import Any
 from joiner.api import objectmeta
 from joiner.api.definitions import JOINER_GROUPS, KINDS, Kind
 from joiner.api.schema import Rule, Schema
-from joiner.jsoncopy import deep_copy
+from joiner.jsoncopy import deep_copy, same_json
 
 UNKNOWN_FIELD = "unknown field"
 NOT_CHECKED = (
@@ -144,7 +144,9 @@ def validate_update(old: Any, new: Any) -> list[FieldError]:
     new_kind, errors = kind_of(new)
     if new_kind is None:
         return errors
-    errors = _errors(new_kind, new, with_status=True)
+    errors = _errors(
+        new_kind, new, with_status=True, as_stored=_as_stored(old, new, old_kind is new_kind)
+    )
     if old_kind is None:
         return errors
     if old_kind is not new_kind:
@@ -189,14 +191,31 @@ def _malformed_paths(error_paths: list[str]) -> set[str]:
 # -- the API server's steps -------------------------------------------------------------------
 
 
-def _errors(kind: Kind, obj: dict[str, Any], with_status: bool) -> list[FieldError]:
+def _as_stored(old: Any, new: dict[str, Any], same_kind: bool) -> frozenset[str]:
+    """The top-level fields of ``new`` that are the same data as in ``old``, as stored."""
+    if not same_kind or not isinstance(old, dict):
+        return frozenset()
+    return frozenset(k for k, v in new.items() if k in old and same_json(v, old[k]))
+
+
+def _errors(
+    kind: Kind, obj: dict[str, Any], with_status: bool, as_stored: frozenset[str] = frozenset()
+) -> list[FieldError]:
+    """``as_stored``: top-level fields the same as in the stored object, which passed
+    these checks when it was stored. Checks and rules below them depend on nothing else,
+    so they are not run again (a status write leaves spec as it was)."""
     problems = objectmeta.metadata_problems(obj.get("metadata"))
     errors = [FieldError(p.path, p.message, p.blocking, p.decoding) for p in problems]
     body = {k: v for k, v in obj.items() if k != "metadata" and (with_status or k != "status")}
     status = kind.schema.properties["status"]
     if not with_status and "status" in obj:  # decoding still sees unknown fields there
         errors += [e for e in schema_errors(status, obj["status"], "status") if e.decoding]
-    nodes = list(walk(kind.schema, body))
+    nodes = [(kind.schema, body, "")] + [
+        node
+        for child, name, value, path in _children(kind.schema, body, "")
+        if name not in as_stored
+        for node in walk(child, value, path)
+    ]
     errors += [error for node, val, at in nodes for error in _local_errors(node, val, at)]
     errors += _scale_errors(kind, obj, with_status)
     return _with_rules(nodes, errors)
