@@ -10,7 +10,10 @@ TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 
 
 def get_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
-    return next((c for c in conditions or () if c.get("type") == type_), None)
+    for condition in conditions or ():  # a loop, not next(generator): asked millions of times
+        if condition.get("type") == type_:
+            return condition
+    return None
 
 
 def is_true(conditions: list[dict[str, Any]] | None, type_: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +11,7 @@ from joiner.api.nodepool import DEFAULT_EXPIRE_AFTER, NodeClassRef
 from joiner.api.requirements import Requirements
 from joiner.api.resources import ResourceList, parse_resource_list
 from joiner.api.serialize import manifest, optional_fields
+from joiner.jsoncopy import deep_copy
 
 KIND = "NodeClaim"
 
@@ -50,7 +50,7 @@ class NodeClaimStatus:
         status = cls(
             capacity=dict(raw.get("capacity") or {}),
             allocatable=dict(raw.get("allocatable") or {}),
-            conditions=copy.deepcopy(list(raw.get("conditions") or [])),
+            conditions=deep_copy(list(raw.get("conditions") or [])),
         )
         for attr, key in cls._FIELDS:
             setattr(status, attr, raw.get(key))
@@ -65,7 +65,7 @@ class NodeClaimStatus:
         if self.allocatable:
             out["allocatable"] = dict(self.allocatable)
         if self.conditions:
-            out["conditions"] = copy.deepcopy(self.conditions)
+            out["conditions"] = deep_copy(self.conditions)
         return out
 
 
@@ -85,12 +85,12 @@ class NodeClaim:
     def from_dict(cls, raw: dict[str, Any]) -> NodeClaim:
         spec = raw.get("spec") or {}
         return cls(
-            metadata=copy.deepcopy(raw.get("metadata") or {}),
+            metadata=deep_copy(raw.get("metadata") or {}),
             node_class_ref=NodeClassRef.from_dict(spec.get("nodeClassRef")),
-            requirements=copy.deepcopy(list(spec.get("requirements") or [])),
-            resources=copy.deepcopy(spec.get("resources") or {}),
-            taints=copy.deepcopy(list(spec.get("taints") or [])),
-            startup_taints=copy.deepcopy(list(spec.get("startupTaints") or [])),
+            requirements=deep_copy(list(spec.get("requirements") or [])),
+            resources=deep_copy(spec.get("resources") or {}),
+            taints=deep_copy(list(spec.get("taints") or [])),
+            startup_taints=deep_copy(list(spec.get("startupTaints") or [])),
             expire_after=spec.get("expireAfter", DEFAULT_EXPIRE_AFTER),
             termination_grace_period=spec.get("terminationGracePeriod"),
             status=NodeClaimStatus.from_dict(raw.get("status")),
@@ -99,8 +99,8 @@ class NodeClaim:
     def to_dict(self) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "nodeClassRef": self.node_class_ref.to_dict(),
-            "requirements": copy.deepcopy(self.requirements),
-            "resources": copy.deepcopy(self.resources),
+            "requirements": deep_copy(self.requirements),
+            "resources": deep_copy(self.resources),
             "expireAfter": self.expire_after,
         }
         optional_fields(

@@ -30,6 +30,7 @@ from typing import Any
 from joiner.api import objectmeta
 from joiner.api.definitions import JOINER_GROUPS, KINDS, Kind
 from joiner.api.schema import Rule, Schema
+from joiner.jsoncopy import deep_copy, same_json
 
 UNKNOWN_FIELD = "unknown field"
 NOT_CHECKED = (
@@ -128,7 +129,7 @@ def apply_defaults(obj: Any) -> Any:
     """A copy of ``obj`` as the API server stores it on create: null fields dropped,
     whole numbers written as decimals (5.0) read as integers, the schema defaults set on
     absent fields. Objects of unknown kinds come back as unchanged copies."""
-    result = copy.deepcopy(obj)
+    result = deep_copy(obj)
     kind, _ = kind_of(obj)
     if kind is not None:
         _default(kind.schema, result)
@@ -143,7 +144,9 @@ def validate_update(old: Any, new: Any) -> list[FieldError]:
     new_kind, errors = kind_of(new)
     if new_kind is None:
         return errors
-    errors = _errors(new_kind, new, with_status=True)
+    errors = _errors(
+        new_kind, new, with_status=True, as_stored=_as_stored(old, new, old_kind is new_kind)
+    )
     if old_kind is None:
         return errors
     if old_kind is not new_kind:
@@ -188,14 +191,31 @@ def _malformed_paths(error_paths: list[str]) -> set[str]:
 # -- the API server's steps -------------------------------------------------------------------
 
 
-def _errors(kind: Kind, obj: dict[str, Any], with_status: bool) -> list[FieldError]:
+def _as_stored(old: Any, new: dict[str, Any], same_kind: bool) -> frozenset[str]:
+    """The top-level fields of ``new`` that are the same data as in ``old``, as stored."""
+    if not same_kind or not isinstance(old, dict):
+        return frozenset()
+    return frozenset(k for k, v in new.items() if k in old and same_json(v, old[k]))
+
+
+def _errors(
+    kind: Kind, obj: dict[str, Any], with_status: bool, as_stored: frozenset[str] = frozenset()
+) -> list[FieldError]:
+    """``as_stored``: top-level fields the same as in the stored object, which passed
+    these checks when it was stored. Checks and rules below them depend on nothing else,
+    so they are not run again (a status write leaves spec as it was)."""
     problems = objectmeta.metadata_problems(obj.get("metadata"))
     errors = [FieldError(p.path, p.message, p.blocking, p.decoding) for p in problems]
     body = {k: v for k, v in obj.items() if k != "metadata" and (with_status or k != "status")}
     status = kind.schema.properties["status"]
     if not with_status and "status" in obj:  # decoding still sees unknown fields there
         errors += [e for e in schema_errors(status, obj["status"], "status") if e.decoding]
-    nodes = list(walk(kind.schema, body))
+    nodes = [(kind.schema, body, "")] + [
+        node
+        for child, name, value, path in _children(kind.schema, body, "")
+        if name not in as_stored
+        for node in walk(child, value, path)
+    ]
     errors += [error for node, val, at in nodes for error in _local_errors(node, val, at)]
     errors += _scale_errors(kind, obj, with_status)
     return _with_rules(nodes, errors)
@@ -348,6 +368,8 @@ def _is_date_time(value: str) -> bool:
 
 def _value_messages(schema: Schema, value: Any) -> list[tuple[str, str]]:
     """(message, reason) of the checks on a value of the right type."""
+    if not _has_value_checks(schema):
+        return []
     checks: tuple[tuple[Callable[[Schema, Any], str | None], str], ...] = (
         (_enum_message, NOT_SUPPORTED),
         (_pattern_message, INVALID),
@@ -356,6 +378,24 @@ def _value_messages(schema: Schema, value: Any) -> list[tuple[str, str]]:
         (_too_many_message, TOO_LONG if isinstance(value, str) else TOO_MANY),
     )
     return [(message, reason) for check, reason in checks if (message := check(schema, value))]
+
+
+# Whether a schema node has any of the checks below: most have none, and the interpreter
+# asks for every node of every object it validates.
+_VALUE_CHECKED: dict[Schema, bool] = {}
+
+
+def _has_value_checks(schema: Schema) -> bool:
+    found = _VALUE_CHECKED.get(schema)
+    if found is None:
+        bounds = (schema.minimum, schema.maximum, schema.min_items, schema.max_items)
+        lengths = (schema.min_length, schema.max_length, schema.max_properties)
+        found = _VALUE_CHECKED[schema] = bool(
+            schema.enum
+            or schema.pattern is not None
+            or any(b is not None for b in (*bounds, *lengths))
+        )
+    return found
 
 
 def _enum_message(schema: Schema, value: Any) -> str | None:

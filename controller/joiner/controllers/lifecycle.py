@@ -12,7 +12,6 @@ redoing the step (Karpenter keeps a launch cache for the same reason).
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from typing import Any
 
@@ -30,6 +29,7 @@ from joiner.cloudprovider.types import (
 from joiner.controllers.context import Controller, ControllerContext
 from joiner.controllers.runtime import DONE, Result
 from joiner.events import NORMAL, WARNING
+from joiner.jsoncopy import deep_copy
 from joiner.kube.api import Conflict, NotFound
 from joiner.scheduling.taints import EPHEMERAL_TAINT_KEYS, describe, same_taint
 from joiner.state.cluster import with_own_status
@@ -151,7 +151,7 @@ class NodeClaimLifecycle(Controller):
     def _adopt_node(self, claim: NodeClaim, node: dict[str, Any]) -> None:
         """Copy the NodeClaim's labels and taints onto the Node, mark it registered, drop
         the unregistered taint and add the termination finalizer."""
-        node = copy.deepcopy(node)  # the state's object: never edited in place
+        node = deep_copy(node)  # the state's object: never edited in place
         meta = node["metadata"]
         meta["labels"] = {
             **(meta.get("labels") or {}),
@@ -180,7 +180,7 @@ class NodeClaimLifecycle(Controller):
             return self._give_up(raw, "ReadyTimeout", "Node not Ready within 15m of registering")
         if waiting:
             return Result(requeue_after=POLL)
-        node = copy.deepcopy(node)  # the state's object: never edited in place
+        node = deep_copy(node)  # the state's object: never edited in place
         node["metadata"]["labels"][wk.NODE_INITIALIZED] = "true"
         self.kube.update(node)
         now = self.clock.now()

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from joiner.api.definitions import KINDS
 from joiner.api.schema import QUANTITY_PATTERN, Schema
 from joiner.clock import from_rfc3339
+from joiner.jsoncopy import same_json
 from joiner.kube.api import BadRequest, Cause, Invalid
 from joiner.kube.coreschema import ANY, CoreSchema, core_schema, go_type
 from joiner.kube.resources import ResourceKind
@@ -49,13 +50,20 @@ def unknown_field_warning(path: str) -> str:
 
 
 def decode_body(
-    rk: ResourceKind, obj: dict[str, Any], validation: FieldValidation, warnings: list[str]
+    rk: ResourceKind,
+    obj: dict[str, Any],
+    validation: FieldValidation,
+    warnings: list[str],
+    stored: dict[str, Any] | None = None,
 ) -> None:
     """Check a create or update body in place: 400 on a type error or (Strict) an
     unknown field; otherwise unknown fields are dropped and (Warn) reported in
-    ``warnings``."""
+    ``warnings``. ``stored``: the object as stored, when the body replaces one. A
+    top-level field (metadata, spec, status) that is the same data as its stored version
+    decoded without an unknown field or a type error when it was stored, so it is not
+    walked again (most writes change one of them)."""
     try:
-        unknown = _decode(rk, obj)
+        unknown = _decode(rk, obj, stored or {})
     except _TypeError as error:
         raise _cannot_handle(rk, str(error)) from None
     if unknown and validation == "Strict":
@@ -65,11 +73,15 @@ def decode_body(
 
 
 def decode_patched(
-    rk: ResourceKind, obj: dict[str, Any], validation: FieldValidation, warnings: list[str]
+    rk: ResourceKind,
+    obj: dict[str, Any],
+    validation: FieldValidation,
+    warnings: list[str],
+    stored: dict[str, Any] | None = None,
 ) -> None:
     """``decode_body`` for an object a patch produced: the errors are 422 on ``patch``."""
     try:
-        decode_body(rk, obj, validation, warnings)
+        decode_body(rk, obj, validation, warnings, stored)
     except BadRequest as error:
         detail = error.message.split(": ", 1)[1]
         value = json.dumps(json.dumps(obj, separators=(",", ":")))
@@ -87,30 +99,32 @@ def _strict_message(unknown: list[str]) -> str:
     return "strict decoding error: " + ", ".join(unknown_field_warning(p) for p in unknown)
 
 
-def _decode(rk: ResourceKind, obj: dict[str, Any]) -> list[str]:
+def _decode(rk: ResourceKind, obj: dict[str, Any], stored: dict[str, Any]) -> list[str]:
     """The unknown fields of ``obj`` (now dropped from it); _TypeError on a type error."""
     schema = core_schema()
     if rk.custom:
-        return _decode_custom(rk, obj, schema)
+        return _decode_custom(rk, obj, schema, stored)
     type_name = schema.kind_type(rk.api_version, rk.kind)
     if type_name is None:  # a kind the schema does not describe: taken as it is
         return []
     walker = _Walker(schema)
-    walker.struct(type_name, obj, "", "")
+    walker.struct(type_name, obj, "", "", stored)
     return walker.unknown
 
 
-def _decode_custom(rk: ResourceKind, obj: dict[str, Any], schema: CoreSchema) -> list[str]:
+def _decode_custom(
+    rk: ResourceKind, obj: dict[str, Any], schema: CoreSchema, stored: dict[str, Any]
+) -> list[str]:
     """A custom resource: typed metadata (paths relative to it, as the server decodes
     it on its own), unknown fields pruned by the CRD's structural schema."""
     walker = _Walker(schema)
     metadata = obj.get("metadata")
-    if metadata is not None:
+    if metadata is not None and not _as_stored(metadata, stored, "metadata"):
         walker.value(OBJECT_META, metadata, "metadata", "", "ObjectMeta")
     crd = next((k for k in KINDS if (k.api_version, k.kind) == (rk.api_version, rk.kind)), None)
     if crd is not None:
         for name in list(obj):
-            if name == "metadata":
+            if name == "metadata" or _as_stored(obj[name], stored, name):
                 continue
             if name not in crd.schema.properties:
                 walker.drop(obj, name, name)
@@ -149,11 +163,21 @@ class _Walker:
         self.unknown.append(path)
         del holder[name]
 
-    def struct(self, type_name: str, value: dict[str, Any], path: str, go_path: str) -> None:
+    def struct(
+        self,
+        type_name: str,
+        value: dict[str, Any],
+        path: str,
+        go_path: str,
+        stored: dict[str, Any] | None = None,
+    ) -> None:
+        """``stored``: the fields as stored (see ``decode_body``), for the top level."""
         fields = self.types[type_name]
         struct = type_name.rsplit(".", 1)[-1]
         for name in list(value):
             field_path, field_go_path = _join(path, name), _join(go_path, name)
+            if stored and name in fields and _as_stored(value[name], stored, name):
+                continue
             if name not in fields:
                 self.drop(value, name, field_path)
             else:
@@ -185,6 +209,10 @@ class _Walker:
             raise _mismatch(value, go_path, struct, field_type)
         for key, item in value.items():
             self.value(item_type, item, f"{path}[{key}]", go_path, struct)
+
+
+def _as_stored(value: Any, stored: dict[str, Any], name: str) -> bool:
+    return name in stored and same_json(value, stored[name])
 
 
 def _join(path: str, name: str) -> str:

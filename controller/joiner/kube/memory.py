@@ -468,7 +468,7 @@ class MemoryKube:
         rk = self._kind_of(obj)
         with self._lock:
             new = clone(obj)
-            decode_body(rk, new, field_validation, _collector(warnings))
+            decode_body(rk, new, field_validation, _collector(warnings), self._stored(rk, new))
             old = self._existing_for_write(rk, new)
             self._check_resource_version(rk, old, new, required=rk.custom)
             admission.default(rk, new)
@@ -487,7 +487,7 @@ class MemoryKube:
         with self._lock:
             self._require_status_subresource(rk)
             new = clone(obj)
-            decode_body(rk, new, field_validation, _collector(warnings))
+            decode_body(rk, new, field_validation, _collector(warnings), self._stored(rk, new))
             old = self._existing_for_write(rk, new)
             self._check_resource_version(rk, old, new, required=False)
             committed = self._write(rk, old, self._prepare_status_write(rk, old, new))
@@ -514,7 +514,7 @@ class MemoryKube:
                 self._require_status_subresource(rk)
             old = self._existing(rk, name, namespace)
             patched = self._apply_patch(rk, old, patch, patch_type)
-            decode_patched(rk, patched, field_validation, _collector(warnings))
+            decode_patched(rk, patched, field_validation, _collector(warnings), old)
             self._check_resource_version(rk, old, patched, required=False)
             if subresource == "status":
                 new = self._prepare_status_write(rk, old, patched)
@@ -595,6 +595,17 @@ class MemoryKube:
         if obj is None:
             raise NotFound(f'{_resource_name(rk)} "{name}" not found')
         return obj
+
+    def _stored(self, rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored object a write body names, if any (None too for a body whose
+        metadata is not yet decoded well enough to name one)."""
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, dict):
+            return None
+        name, namespace = metadata.get("name"), metadata.get("namespace") or ""
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            return None
+        return self._tables[rk].get((namespace if rk.namespaced else "", name))
 
     def _existing_for_write(self, rk: ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
         metadata = obj.get("metadata") or {}

@@ -29,7 +29,7 @@ import numpy as np
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.nodepool import NodePool, by_weight
-from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.api.requirements import IN, Requirement, Requirements, labels_requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling import messages as msg
@@ -210,7 +210,7 @@ class _Node:
         self.volumes = volumes
         self.anti_affinity = anti_affinity  # (namespace, term) of the pods already there
         self.hostname = node.hostname
-        self.label_requirements = Requirements.from_labels(node.labels)
+        self.label_requirements = labels_requirements(node.labels)
 
     def domains(self, key: str) -> list[str]:
         value = node_domain(self.node, key)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import labels as wk
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import Requirements, labels_requirements
 from joiner.scheduling import messages as msg
 from joiner.scheduling.model import (
     POD_AFFINITY,
@@ -103,7 +103,7 @@ class Topology:
         # key -> domain -> taint lists of the pools/nodes offering that domain
         self._domain_sources = domain_sources
         self._nodes = nodes
-        self._node_labels = [Requirements.from_labels(node.labels) for node in nodes]
+        self._node_labels = [labels_requirements(node.labels) for node in nodes]
         # a new node is an empty hostname domain, so the hostname skew floor is 0
         self._new_nodes_possible = new_nodes_possible
         self._groups: dict[tuple, TopologyGroup] = {}

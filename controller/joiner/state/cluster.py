@@ -17,6 +17,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.clock import Clock
+from joiner.jsoncopy import deep_copy
 from joiner.scheduling.model import ClusterSnapshot, DaemonSet, ExistingNode, VolumeCatalog
 from joiner.state.node import StateNode
 
@@ -52,7 +53,7 @@ def object_key(obj: dict[str, Any]) -> str:
 def with_own_status(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy of one of the state's objects for a status write: the status is the copy's
     own to change, the rest is shared with the state and must stay as it is."""
-    return {**obj, "status": copy.deepcopy(obj.get("status") or {})}
+    return {**obj, "status": deep_copy(obj.get("status") or {})}
 
 
 def is_terminal(pod: dict[str, Any]) -> bool:

@@ -337,6 +337,23 @@ def test_a_wrong_type_in_a_custom_resource_is_invalid_naming_the_field(env):
     assert [c.field for c in error.value.causes] == ["spec.weight", "<nil>"]
 
 
+def test_a_value_of_another_json_type_is_refused_on_a_write_that_leaves_it_equal(env):
+    # true == 1 in Python: the server compares JSON types, not Python equality, when it
+    # decodes and validates a write that replaces a stored object.
+    stored = env.api.create(pod("web", env.namespace, spec={"terminationGracePeriodSeconds": 1}))
+    stored["spec"]["terminationGracePeriodSeconds"] = True
+    stored["status"] = {"phase": "Pending"}
+    with pytest.raises(BadRequest, match=r"cannot unmarshal bool into Go struct field Pod"):
+        env.api.update_status(stored)
+    pool = nodepool(env)
+    pool["spec"]["weight"] = 1
+    stored_pool = env.api.create(pool)
+    stored_pool["spec"]["weight"] = True
+    with pytest.raises(Invalid) as error:
+        env.api.update(stored_pool)
+    assert error.value.causes[0].field == "spec.weight"
+
+
 def test_unknown_fields_are_refused_by_the_adapter_the_strict_way(env):
     bad = pod("web", env.namespace, spec={"bogus": 1})
     bad["spec"]["containers"][0]["imagex"] = "nginx"
