@@ -100,6 +100,7 @@ class _Group:
         "labels",
         "namespace",
         "nz",
+        "placed",
         "ports",
         "requests",
         "selecting",
@@ -126,6 +127,7 @@ class _Group:
         self.selecting: list[TopologyGroup] = []
         self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
         self.constraints: PodConstraints | None = None
+        self.placed = 0  # how many of its pods are placed so far
         # CPU desc, memory desc, then the first pod's creation time and uid [SPEC 3.4]
         self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), _pod_order(first))
 
@@ -256,6 +258,7 @@ class _Solver:
         for group in self.groups:
             group.selecting = self.topology.selecting(group.namespace, group.labels)
             group.selecting_anti = [g for g in group.selecting if g.kind == ANTI_AFFINITY]
+        self._affine = self._affinity_owners()
         self.drafts: list[Draft] = []
         self._claim_numbers = itertools.count(1)
         self.placed = 0
@@ -661,7 +664,7 @@ class _Solver:
             domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            prices = _domain_prices(draft, group.vector)
+            prices = _domain_prices(draft, group.vector, self._joining(group, constraints))
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
@@ -697,6 +700,32 @@ class _Solver:
                     m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
                 )
         return _Fit(count, requirements, signature, idx, counts)
+
+    def _affinity_owners(self) -> dict[int, list[_Group]]:
+        """Per pod affinity (by id): the groups that have it, preferred or required."""
+        owners: dict[int, list[_Group]] = {}
+        for group in self.groups:
+            assert group.constraints is not None
+            for tg in group.constraints.topology:
+                if tg.kind == AFFINITY:
+                    owners.setdefault(id(tg), []).append(group)
+        return owners
+
+    def _joining(self, group: _Group, constraints: PodConstraints) -> np.ndarray:
+        """The requests of the pods that will follow this one into the domain a NodeClaim
+        is pinned to: when it bootstraps a pod affinity to itself, every unplaced pod with
+        that affinity (all must join the domain, so it is chosen by the capacity they need
+        together); else its own."""
+        for tg in constraints.topology:
+            if (
+                tg.kind == AFFINITY
+                and not any(tg.counts.values())
+                and tg.selects(group.namespace, group.labels)
+            ):
+                return sum(
+                    (len(g.keys) - g.placed) * g.vector for g in self._affine.get(id(tg), ())
+                )
+        return group.vector
 
     def _compatible_with(self, draft: Draft, constraints: PodConstraints) -> str | None:
         cache_key = (draft.sig, constraints.signature)
@@ -945,6 +974,7 @@ class _Solver:
             for key in keys:
                 self.plan.existing[key] = target.node.name
             requirements, taints = target.label_requirements, target.taints
+        group.placed += count
         self.topology.record(group.selecting, target.domains, count, requirements, taints)
         for tg in constraints.required_topology:
             if tg.kind == ANTI_AFFINITY:
@@ -1067,20 +1097,31 @@ def _next_rise(rise: Any, taken: int) -> float:
     return float(rise(taken + 1) - rise(taken))
 
 
-def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
-    """``price(key, requirements)``: per value of the zone or capacity type, (the cheapest
-    offering there of the draft's candidate types with room for ``requests``, how many
-    values of the other key offer it there); other keys have no prices. Among equally
-    empty domains a pod takes the cheapest, then the one with the fewest options, which
-    keeps the flexible domains for the pods that follow."""
+def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:
+    """``price(key, requirements)``: per value of the zone or capacity type, (what the
+    pods to come, ``joining`` in all, cost there on the draft's candidate types, how many
+    values of the other key offer room there); other keys have no prices. That cost is
+    the cheapest type that holds them all, else the cheapest count of nodes of one type
+    their requests need at least; each type must have room for the pod at hand (``requests``). For that pod
+    alone it is the cheapest offering with room for it. Among equally empty domains a pod
+    takes the cheapest, then the one with the fewest options, which keeps the flexible
+    domains for the pods that follow."""
 
     def price(key: str, requirements: Requirements) -> dict[str, tuple[float, int]]:
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        room = (draft.free[draft.idx] - draft.used >= requests).all(axis=1)
-        prices = pool.offering_prices(requirements)[draft.idx[room]]  # [t, z, c]
-        by_domain = prices.min(axis=0, initial=np.inf)  # [z, c]
+        free = draft.free[draft.idx] - draft.used  # [t, dimension]
+        prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
+        offered = np.isfinite(prices) & (free >= requests).all(axis=1)[:, None, None]
+        whole = offered & (free >= joining).all(axis=1)[:, None, None]
+        nz = np.nonzero(joining)[0]
+        nodes = np.ceil((joining[nz] / np.maximum(free[:, nz], 1)).max(axis=1))  # [t]
+        by_domain = np.where(  # [z, c]
+            whole.any(axis=0),
+            np.where(whole, prices, np.inf).min(axis=0, initial=np.inf),
+            np.where(offered, prices * nodes[:, None, None], np.inf).min(axis=0, initial=np.inf),
+        )
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
