@@ -12,8 +12,9 @@ reproduces it (``karpenter-solve < input.json``).
 The long mode, ``JOINER_DIFFERENTIAL_FINDINGS=DIR``, does not stop at the first
 divergence: it records every divergent workload of the run, shrinks each (``sched_shrink``)
 and saves it as ``DIR/finding-NNN.json`` (the drawn document beside it as
-``finding-NNN-drawn.json``), then writes ``DIR/summary.txt`` (workloads, divergences,
-time, one line per finding), prints it and fails if there was any.
+``finding-NNN-drawn.json``, written as soon as it is found), then writes
+``DIR/summary.txt`` (workloads, divergences, time, one line per finding), prints it and
+fails if there was any. ``DIR/progress.txt`` says how far a run has got.
 """
 
 from __future__ import annotations
@@ -90,27 +91,32 @@ def test_every_divergence_of_a_long_run_is_recorded(
     findings_dir = Path(os.environ[FINDINGS_ENV])
     findings_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    drawn: list[dict[str, Any]] = []
+    checked = 0
     findings: list[tuple[dict[str, Any], list[differential.Divergence]]] = []
+
+    def progress() -> str:
+        minutes = (time.monotonic() - started) / 60
+        return (
+            f"seed {SEED}: {checked} workloads, {len(findings)} with a divergence, "
+            f"{minutes:.1f} min"
+        )
 
     @_settings
     @given(workloads())
     def record(document: dict[str, Any]) -> None:
-        drawn.append(document)
+        nonlocal checked
         found = compare(karpenter_oracle, document)
+        checked += 1
         if found:
             findings.append((document, found))
+            drawn = findings_dir / f"{_name(len(findings))}-drawn.json"
+            drawn.write_text(json.dumps(document, indent=1))
+        # what an interrupted run has shown so far
+        (findings_dir / "progress.txt").write_text(progress() + "\n")
 
     record()
     lines = [_save(karpenter_oracle, findings_dir, n, *f) for n, f in enumerate(findings, 1)]
-    minutes = (time.monotonic() - started) / 60
-    summary = "\n".join(
-        [
-            f"seed {SEED}: {len(drawn)} workloads, {len(findings)} with a divergence, "
-            f"{minutes:.1f} min",
-            *lines,
-        ]
-    )
+    summary = "\n".join([progress(), *lines])
     (findings_dir / "summary.txt").write_text(summary + "\n")
     with capsys.disabled():
         print(f"\n{summary}")
@@ -125,7 +131,7 @@ def _save(
     found: list[differential.Divergence],
 ) -> str:
     """Shrink one finding to the fewest parts that still show the same kinds of
-    divergence, save it and the drawn document, and say what it is in one line."""
+    divergence, save it, and say what it is in one line."""
     checks = {d.check for d in found}
 
     def same_kind(candidate: dict[str, Any]) -> bool:
@@ -135,8 +141,11 @@ def _save(
             return False
 
     small = shrink(document, same_kind)
-    name = f"finding-{number:03d}"
-    (findings_dir / f"{name}-drawn.json").write_text(json.dumps(document, indent=1))
+    name = _name(number)
     (findings_dir / f"{name}.json").write_text(json.dumps(small, indent=1))
     shown = compare(binary, small) or found
     return f"{name}.json: " + "; ".join(str(d) for d in shown)
+
+
+def _name(number: int) -> str:
+    return f"finding-{number:03d}"
