@@ -657,9 +657,13 @@ class _Solver:
         room = draft.room
         if any(amount > room[d] for d, amount in group.wanted):
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
-        base = self._base(draft.pool, group, constraints)
-        if isinstance(base, Rejection):
-            return base
+        # The NodeClaim's own requirements judge the pod's, not its pool's: an earlier pod
+        # may have defined a custom label the pool does not (as upstream's NodeClaim does).
+        taint = untolerated(
+            group.tolerations, draft.pool.taints, constraints.honor_prefer_no_schedule
+        )
+        if taint is not None:
+            return Rejection(m.TAINTS, msg.untolerated_taint(taint), True)
         if group.ports and host_port_conflict(group.ports, draft.ports) is not None:
             return Rejection(m.HOST_PORTS, "host port already used on this node", True)
         requirements, signature = draft.requirements, draft.sig

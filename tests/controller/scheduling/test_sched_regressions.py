@@ -32,6 +32,12 @@ EXPECTED = {
         [("test-zone-2", ("t1",), 2)],
         1.5344,
     ),
+    # the first pod's NotIn defines example.com/family on its NodeClaim (its pool does
+    # not): the second, requiring family f2 and drawn to the first, may join it
+    "custom-label-defined-by-the-nodeclaim.json": (
+        [(None, ("t3", "t4"), 2)],
+        0.8295,
+    ),
 }
 
 
