@@ -137,6 +137,39 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
     )
 
 
+def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
+    """It has a required pod affinity that selects itself, and every pod the term selects
+    that is already bound runs in a domain its own node selection excludes: kube-scheduler
+    (and Joiner) require it to join those pods, so it cannot run; upstream looks for them
+    only in the pod's own domains, finds none and bootstraps the affinity there."""
+    pod = _pod(document, key)
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}
+    for term in affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+        if not _selects(term, _labels(pod)):
+            continue
+        domains = [
+            _node_labels(node).get(term.get("topologyKey"))
+            for node in document.get("existingNodes") or ()
+            for bound in node.get("pods") or ()
+            if _selects(term, _labels(bound))
+        ]
+        if domains and not any(_admits_domain(pod, term["topologyKey"], d) for d in domains):
+            return True
+    return False
+
+
+def _admits_domain(pod: Mapping[str, Any], key: str, value: str | None) -> bool:
+    """Whether the pod's node selection allows ``value`` for the label ``key``."""
+    spec = pod.get("spec") or {}
+    wanted = (spec.get("nodeSelector") or {}).get(key)
+    if wanted is not None and wanted != value:
+        return False
+    terms = _required_terms(spec)
+    return not terms or any(
+        all(_matches(e, value) for e in term if e["key"] == key) for term in terms
+    )
+
+
 def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
     """The pod's required terms of ``kind`` on a key other than the hostname."""
     affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
@@ -160,6 +193,7 @@ DOCUMENTED: dict[str, Explanation] = {
         affinity_beyond_hostname_prefer_no_schedule
     ),
     "contradictory node selection": contradictory_node_selection,
+    "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
 }
 
