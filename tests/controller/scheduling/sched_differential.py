@@ -119,8 +119,8 @@ def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> boo
 
 def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool:
     """It has, or is selected by a pending pod's, required pod anti-affinity on a key other
-    than the hostname, or its required pod affinity selects a pod with such an
-    anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
+    than the hostname, or its required pod affinity (on any key) selects a pod with such
+    an anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
     owner still finds one, only that domain is closed to the pods it selects, and a pod
     drawn to an owner can join it there; upstream leaves the NodeClaim open over every
     free domain and closes them all (one owner per batch, the selected pods find no
@@ -133,7 +133,7 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
         if owner is pod or selects:
             return True
     return any(
-        _selects(term, _labels(owner)) for term in _terms(pod, "podAffinity") for owner in owners
+        _selects(term, _labels(owner)) for term in _required(pod, "podAffinity") for owner in owners
     )
 
 
@@ -172,9 +172,13 @@ def _admits_domain(pod: Mapping[str, Any], key: str, value: str | None) -> bool:
 
 def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
     """The pod's required terms of ``kind`` on a key other than the hostname."""
+    return [term for term in _required(pod, kind) if term.get("topologyKey") != wk.HOSTNAME]
+
+
+def _required(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The pod's required terms of ``kind`` (podAffinity or podAntiAffinity)."""
     affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-    return [term for term in required if term.get("topologyKey") != wk.HOSTNAME]
+    return list(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
