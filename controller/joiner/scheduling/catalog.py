@@ -101,6 +101,7 @@ class PoolCatalog:
         self.capacity = np.array(
             [self.limit_dims.vector(it.capacity) for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(limit_names))
+        self.largest_capacity = self.capacity.max(axis=0, initial=0)  # per limited dimension
         # only where something can launch: a zone without an available offering is no
         # topology domain of the pool (as the types' zone requirements are in Karpenter)
         available = [o for it in self.types for o in it.offerings if o.available]

@@ -19,6 +19,8 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_most",
+        "_most_for",
         "_reserved",
         "_reserved_for",
         "count",
@@ -53,13 +55,20 @@ class Draft:
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
+        self._most_for = -1
+        self._most: np.ndarray = np.zeros(0, dtype=np.int64)
         self.room: list[int] = self._room()
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def _room(self) -> list[int]:
-        """Per dimension, the most any candidate type still has free (a quick pre-check)."""
-        return (self.free[self.idx].max(axis=0) - self.used).tolist()
+        """Per dimension, the most any candidate type still has free (a quick pre-check).
+        Candidates only ever shrink to a subset, so their number tells whether the most
+        they have is still the last one computed."""
+        if self._most_for != len(self.idx):
+            self._most = self.free[self.idx].max(axis=0)
+            self._most_for = len(self.idx)
+        return (self._most - self.used).tolist()
 
     def add(
         self,

@@ -100,6 +100,7 @@ class _Group:
         "labels",
         "namespace",
         "nz",
+        "placed",
         "ports",
         "requests",
         "selecting",
@@ -126,6 +127,7 @@ class _Group:
         self.selecting: list[TopologyGroup] = []
         self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
         self.constraints: PodConstraints | None = None
+        self.placed = 0  # how many of its pods are placed so far
         # CPU desc, memory desc, then the first pod's creation time and uid [SPEC 3.4]
         self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), _pod_order(first))
 
@@ -258,6 +260,7 @@ class _Solver:
         for group in self.groups:
             group.selecting = self.topology.selecting(group.namespace, group.labels)
             group.selecting_anti = [g for g in group.selecting if g.kind == ANTI_AFFINITY]
+        self._affine = self._affinity_owners()
         self.drafts: list[Draft] = []
         self._claim_numbers = itertools.count(1)
         self.placed = 0
@@ -268,8 +271,9 @@ class _Solver:
         self._usage = (
             dict(snapshot.pool_usage) if snapshot.pool_usage is not None else self._pool_usage()
         )
-        # per pool with limits: its open NodeClaims and what they reserve (exact sums)
-        self._reserved: dict[str, tuple[int, list[int]]] = {}
+        # per pool with limits: its open NodeClaims, each reserving the largest capacity
+        # of its candidate types [SPEC 3.9]
+        self._limited: dict[str, list[Draft]] = {}
 
     # --- setup ----------------------------------------------------------------------
 
@@ -492,12 +496,14 @@ class _Solver:
         rises: dict[int, Any] = {}
         taken: dict[int, list[int]] = {}
         placed = 0
+        alone = len(self.drafts) == 1  # no other claim to rank it against by price rise
         for member in members:
             while heap and heap[0][3] == -1:
                 pods, _, i, _ = heapq.heappop(heap)
                 fit = self._check_draft(self.drafts[i], group, constraints, len(members))
                 if isinstance(fit, _Fit):
-                    fits[i], rises[i] = fit, _price_rise(self.drafts[i], fit)
+                    fits[i] = fit
+                    rises[i] = _no_rise if alone else _price_rise(self.drafts[i], fit)
                     heapq.heappush(heap, (pods, rises[i](1), i, fit.count))
             if not heap:
                 break
@@ -542,11 +548,16 @@ class _Solver:
         allowed: Mapping[str, frozenset[str]],
     ) -> tuple[bool, set[int]]:
         """Place on the first target that fits; also returns the targets that can never
-        take another pod of this group. Targets settled in a domain outside ``allowed``
-        are skipped without a full check."""
+        take another pod of this group. Targets settled in a domain outside ``allowed``,
+        and NodeClaims a hostname anti-affinity closes, are skipped without a full check
+        (which would refuse them)."""
         dead: set[int] = set()
+        closed = _hostname_closers(group, constraints)
         for target in targets:
             if allowed and _outside(target, allowed):
+                continue
+            if closed and isinstance(target, Draft) and any(c.get(target.hostname) for c in closed):
+                dead.add(id(target))  # counts only grow: closed to the group for good
                 continue
             fit = self._check(target, group, constraints, 1)
             if isinstance(fit, _Fit):
@@ -648,9 +659,13 @@ class _Solver:
         room = draft.room
         if any(amount > room[d] for d, amount in group.wanted):
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
-        base = self._base(draft.pool, group, constraints)
-        if isinstance(base, Rejection):
-            return base
+        # The NodeClaim's own requirements judge the pod's, not its pool's: an earlier pod
+        # may have defined a custom label the pool does not (as upstream's NodeClaim does).
+        taint = untolerated(
+            group.tolerations, draft.pool.taints, constraints.honor_prefer_no_schedule
+        )
+        if taint is not None:
+            return Rejection(m.TAINTS, msg.untolerated_taint(taint), True)
         if group.ports and host_port_conflict(group.ports, draft.ports) is not None:
             return Rejection(m.HOST_PORTS, "host port already used on this node", True)
         requirements, signature = draft.requirements, draft.sig
@@ -663,7 +678,7 @@ class _Solver:
             domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            prices = _domain_prices(draft, group.vector)
+            prices = _domain_prices(draft, group.vector, self._joining(group, constraints))
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
@@ -699,6 +714,32 @@ class _Solver:
                     m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
                 )
         return _Fit(count, requirements, signature, idx, counts)
+
+    def _affinity_owners(self) -> dict[int, list[_Group]]:
+        """Per pod affinity (by id): the groups that have it, preferred or required."""
+        owners: dict[int, list[_Group]] = {}
+        for group in self.groups:
+            assert group.constraints is not None
+            for tg in group.constraints.topology:
+                if tg.kind == AFFINITY:
+                    owners.setdefault(id(tg), []).append(group)
+        return owners
+
+    def _joining(self, group: _Group, constraints: PodConstraints) -> np.ndarray:
+        """The requests of the pods that will follow this one into the domain a NodeClaim
+        is pinned to: when it bootstraps a pod affinity to itself, every unplaced pod with
+        that affinity (all must join the domain, so it is chosen by the capacity they need
+        together); else its own."""
+        for tg in constraints.topology:
+            if (
+                tg.kind == AFFINITY
+                and not any(tg.counts.values())
+                and tg.selects(group.namespace, group.labels)
+            ):
+                return sum(
+                    (len(g.keys) - g.placed) * g.vector for g in self._affine.get(id(tg), ())
+                )
+        return group.vector
 
     def _compatible_with(self, draft: Draft, constraints: PodConstraints) -> str | None:
         cache_key = (draft.sig, constraints.signature)
@@ -810,7 +851,8 @@ class _Solver:
                 reasons.append((pool.name, made))
                 continue
             self.drafts.append(made[0])
-            self._reserve(made[0], None)
+            if pool.limits:
+                self._limited.setdefault(pool.name, []).append(made[0])
             return made
         return Rejection(
             _main_constraint([r for _, r in reasons]),
@@ -884,12 +926,24 @@ class _Solver:
         limits = pool.limits
         used = self._usage.get(pool.name, {})
         dims = pool.limit_dims.names
-        drafts, reserved = self._reserved.get(pool.name, (0, [0] * len(dims)))
-        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (drafts + 1):
+        drafts = self._limited.get(pool.name, ())
+        if res.NODES in limits and limits[res.NODES] - used.get(res.NODES, 0) < 1000 * (
+            len(drafts) + 1
+        ):
             detail = f"limit nodes={limits[res.NODES] // 1000} reached"
             return Rejection(
                 m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
+        largest = pool.largest_capacity.tolist()
+        if all(  # the usual case: room for one more of the largest, whatever is reserved
+            limits[name] - used.get(name, 0) - (len(drafts) + 1) * most >= 0
+            for name, most in zip(dims, largest, strict=True)
+        ):
+            return idx
+        reserved = [0] * len(dims)
+        for draft in drafts:
+            taking = draft.reservation().tolist()
+            reserved = [r + t for r, t in zip(reserved, taking, strict=True)]
         remaining = {  # Python integers: exact however large the limits
             name: limits[name] - used.get(name, 0) - taken
             for name, taken in zip(dims, reserved, strict=True)
@@ -902,20 +956,6 @@ class _Solver:
                 m.POOL_LIMITS, msg.detailed(msg.exceeds_limits(pool.name), detail), True
             )
         return kept
-
-    def _reserve(self, draft: Draft, before: np.ndarray | None) -> None:
-        """Account a new NodeClaim's reservation of its pool's limits (``before`` None), or
-        the change of one whose candidate types narrowed from reserving ``before``."""
-        pool = draft.pool
-        if not pool.limits:
-            return
-        count, reserved = self._reserved.get(pool.name, (0, [0] * len(pool.limit_dims.names)))
-        now = draft.reservation().tolist()
-        if before is None:
-            count, change = count + 1, now
-        else:
-            change = [a - b for a, b in zip(now, before.tolist(), strict=True)]
-        self._reserved[pool.name] = (count, [r + c for r, c in zip(reserved, change, strict=True)])
 
     # --- commit ---------------------------------------------------------------------
 
@@ -932,10 +972,7 @@ class _Solver:
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
             keep = fit.idx[fit.counts >= count]
-            before = target.reservation() if target.pool.limits else None
             target.add(fit.requirements, fit.signature, keep, group.vector, keys)
-            if before is not None:
-                self._reserve(target, before)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
         else:
@@ -947,6 +984,7 @@ class _Solver:
             for key in keys:
                 self.plan.existing[key] = target.node.name
             requirements, taints = target.label_requirements, target.taints
+        group.placed += count
         self.topology.record(group.selecting, target.domains, count, requirements, taints)
         for tg in constraints.required_topology:
             if tg.kind == ANTI_AFFINITY:
@@ -1012,6 +1050,19 @@ def _volume_conflict(constraints: PodConstraints) -> str | None:
     return None
 
 
+def _hostname_closers(group: _Group, constraints: PodConstraints) -> list[Mapping[str, int]]:
+    """Per-hostname counts that refuse one more pod of the group on a node where they are
+    not zero (``Topology.allowed`` and ``blocked_by_owners``): its own pod anti-affinity
+    on the hostname, and the placed owners of one on the hostname that selects it."""
+    closers: list[Mapping[str, int]] = [
+        tg.counts
+        for tg in constraints.topology
+        if tg.kind == ANTI_AFFINITY and tg.key == wk.HOSTNAME
+    ]
+    closers += [g.owners for g in group.selecting_anti if g.key == wk.HOSTNAME and g.owners]
+    return closers
+
+
 def _outside(target: _Node | Draft, allowed: Mapping[str, frozenset[str]]) -> bool:
     """Whether the target is settled, on some key, in a domain not allowed."""
     for key, domains in allowed.items():
@@ -1050,17 +1101,21 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
 
 def _price_rise(draft: Draft, fit: _Fit) -> Any:
     """``rise(k)``: how much the draft's price goes up when it takes k pods of the fit
-    (its candidates by price; the cheapest with room for k pods sets the new price)."""
+    (the cheapest of its candidates with room for k pods sets the new price)."""
     assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
     prices = draft.pool.type_prices(fit.requirements, fit.signature)[fit.idx]
-    order = np.argsort(prices, kind="stable")
-    ranked = list(zip(prices[order].tolist(), fit.counts[order].tolist(), strict=True))
+    counts = fit.counts
     now = draft.price()
 
     def rise(k: int) -> float:
-        return next((price - now for price, room in ranked if room >= k), np.inf)
+        roomy = prices[counts >= k]
+        return float(roomy.min()) - now if len(roomy) else np.inf
 
     return rise
+
+
+def _no_rise(k: int) -> float:
+    return 0.0
 
 
 def _next_rise(rise: Any, taken: int) -> float:
@@ -1069,20 +1124,27 @@ def _next_rise(rise: Any, taken: int) -> float:
     return float(rise(taken + 1) - rise(taken))
 
 
-def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
-    """``price(key, requirements)``: per value of the zone or capacity type, (the cheapest
-    offering there of the draft's candidate types with room for ``requests``, how many
-    values of the other key offer it there); other keys have no prices. Among equally
-    empty domains a pod takes the cheapest, then the one with the fewest options, which
-    keeps the flexible domains for the pods that follow."""
+def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:
+    """``price(key, requirements)``: per value of the zone or capacity type, (what the
+    pods to come, ``joining`` in all, cost there on the draft's candidate types, how many
+    values of the other key offer room there); other keys have no prices. That cost is
+    the cheapest type that holds them all, else the cheapest count of nodes of one type
+    their requests need at least; each type must have room for the pod at hand
+    (``requests``). For that pod alone it is the cheapest offering with room for it.
+    Among equally empty domains a pod takes the cheapest, then the one with the fewest
+    options, which keeps the flexible domains for the pods that follow."""
 
     def price(key: str, requirements: Requirements) -> dict[str, tuple[float, int]]:
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        room = (draft.free[draft.idx] - draft.used >= requests).all(axis=1)
-        prices = pool.offering_prices(requirements)[draft.idx[room]]  # [t, z, c]
-        by_domain = prices.min(axis=0, initial=np.inf)  # [z, c]
+        free = draft.free[draft.idx] - draft.used  # [t, dimension]
+        prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
+        if joining is requests:  # the pod alone: the cheapest offering with room for it
+            room = (free >= requests).all(axis=1)
+            by_domain = prices[room].min(axis=0, initial=np.inf)  # [z, c]
+        else:
+            by_domain = _group_prices(free, prices, requests, joining)
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
@@ -1091,6 +1153,23 @@ def _domain_prices(draft: Draft, requests: np.ndarray) -> Any:
         return dict(zip(names, zip(cheapest, options, strict=True), strict=True))
 
     return price
+
+
+def _group_prices(
+    free: np.ndarray, prices: np.ndarray, requests: np.ndarray, joining: np.ndarray
+) -> np.ndarray:
+    """Per [zone, capacity type], what ``joining`` costs on types with room for
+    ``requests``: the cheapest type that holds it all, else the cheapest count of nodes
+    of one type it needs at least (``_domain_prices``)."""
+    offered = np.isfinite(prices) & (free >= requests).all(axis=1)[:, None, None]
+    whole = offered & (free >= joining).all(axis=1)[:, None, None]
+    nz = np.nonzero(joining)[0]
+    nodes = np.ceil((joining[nz] / np.maximum(free[:, nz], 1)).max(axis=1))  # [t]
+    return np.where(
+        whole.any(axis=0),
+        np.where(whole, prices, np.inf).min(axis=0, initial=np.inf),
+        np.where(offered, prices * nodes[:, None, None], np.inf).min(axis=0, initial=np.inf),
+    )
 
 
 def _pin(

@@ -119,8 +119,8 @@ def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> boo
 
 def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool:
     """It has, or is selected by a pending pod's, required pod anti-affinity on a key other
-    than the hostname, or its required pod affinity selects a pod with such an
-    anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
+    than the hostname, or its required pod affinity (on any key) selects a pod with such
+    an anti-affinity: Joiner pins each owner's NodeClaim to one free domain, so the next
     owner still finds one, only that domain is closed to the pods it selects, and a pod
     drawn to an owner can join it there; upstream leaves the NodeClaim open over every
     free domain and closes them all (one owner per batch, the selected pods find no
@@ -133,15 +133,52 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
         if owner is pod or selects:
             return True
     return any(
-        _selects(term, _labels(owner)) for term in _terms(pod, "podAffinity") for owner in owners
+        _selects(term, _labels(owner)) for term in _required(pod, "podAffinity") for owner in owners
+    )
+
+
+def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
+    """It has a required pod affinity that selects itself, and every pod the term selects
+    that is already bound runs in a domain its own node selection excludes: kube-scheduler
+    (and Joiner) require it to join those pods, so it cannot run; upstream looks for them
+    only in the pod's own domains, finds none and bootstraps the affinity there."""
+    pod = _pod(document, key)
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}
+    for term in affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+        if not _selects(term, _labels(pod)):
+            continue
+        domains = [
+            _node_labels(node).get(term.get("topologyKey"))
+            for node in document.get("existingNodes") or ()
+            for bound in node.get("pods") or ()
+            if _selects(term, _labels(bound))
+        ]
+        if domains and not any(_admits_domain(pod, term["topologyKey"], d) for d in domains):
+            return True
+    return False
+
+
+def _admits_domain(pod: Mapping[str, Any], key: str, value: str | None) -> bool:
+    """Whether the pod's node selection allows ``value`` for the label ``key``."""
+    spec = pod.get("spec") or {}
+    wanted = (spec.get("nodeSelector") or {}).get(key)
+    if wanted is not None and wanted != value:
+        return False
+    terms = _required_terms(spec)
+    return not terms or any(
+        all(_matches(e, value) for e in term if e["key"] == key) for term in terms
     )
 
 
 def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
     """The pod's required terms of ``kind`` on a key other than the hostname."""
+    return [term for term in _required(pod, kind) if term.get("topologyKey") != wk.HOSTNAME]
+
+
+def _required(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The pod's required terms of ``kind`` (podAffinity or podAntiAffinity)."""
     affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-    return [term for term in required if term.get("topologyKey") != wk.HOSTNAME]
+    return list(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
@@ -160,6 +197,7 @@ DOCUMENTED: dict[str, Explanation] = {
         affinity_beyond_hostname_prefer_no_schedule
     ),
     "contradictory node selection": contradictory_node_selection,
+    "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
 }
 

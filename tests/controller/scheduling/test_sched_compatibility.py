@@ -51,6 +51,9 @@ CASES = {
         "affinity-prefer-no-schedule.json", 0, 0, 0, 3, 1, 1
     ),
     "contradictory node selection": Case("contradictory-node-selection.json", 1, 0, 1, 0, 0, 0),
+    "pod affinity to pods outside its domains": Case(
+        "affinity-to-pods-outside-its-domains.json", 2, 2, 1, 0, 0, 0
+    ),
     "spread with nodeAffinityPolicy Ignore": Case(
         "spread-node-affinity-ignore.json", 3, 3, 1, 1, 1, 1
     ),

@@ -1,0 +1,68 @@
+"""Divergences the differential suite found and Joiner now decides as well as upstream's
+best run: each oracle input under tests/controller/scheduling/regressions/ gives Joiner's
+exact plan, costs no more than upstream's cheapest run that placed the same pods, and
+the differential check accepts it (docs/compatibility.md, "Scheduling").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sched_differential as differential
+from joiner.api import labels as wk
+from joiner.testing import oracle
+from joiner.testing.workload import solve_workload
+
+REGRESSIONS_DIR = Path(__file__).parent / "regressions"
+RUNS = 16  # upstream places both pods of the second input in about half its runs
+
+# input -> Joiner's NodeClaims as (zone, instance types, pods), and the plan's price
+EXPECTED = {
+    # four pods with a zonal affinity to each other need 16Gi together: t1 is cheapest
+    # in test-zone-2 (1.5344/h); the first pod alone is cheapest in test-zone-1 (t2)
+    "affinity-domain-for-the-whole-group.json": (
+        [("test-zone-2", ("t1",), 4)],
+        1.5344,
+    ),
+    # app2-3 bootstraps the affinity app2-2 is drawn to: the two need 8Gi together, one
+    # t1 in test-zone-2 rather than two t2 (0.959/h each) elsewhere
+    "affinity-domain-for-pods-drawn-to-it.json": (
+        [("test-zone-2", ("t1",), 2)],
+        1.5344,
+    ),
+    # the first pod's NotIn defines example.com/family on its NodeClaim (its pool does
+    # not): the second, requiring family f2 and drawn to the first, may join it
+    "custom-label-defined-by-the-nodeclaim.json": (
+        [(None, ("t3", "t4"), 2)],
+        0.8295,
+    ),
+}
+
+
+def test_every_regression_input_has_its_expectation() -> None:
+    assert set(EXPECTED) == {p.name for p in REGRESSIONS_DIR.glob("*.json")}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_regression_is_decided_as_upstream_best(karpenter_oracle: Path, name: str) -> None:
+    document = json.loads((REGRESSIONS_DIR / name).read_text())
+    claims, price = EXPECTED[name]
+    plan = solve_workload(document)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+
+    shape = [
+        (
+            oracle.pinned_labels(claim.requirements).get(wk.ZONE),
+            tuple(claim.instance_types),
+            len(claim.pods),
+        )
+        for claim in plan.nodeclaims
+    ]
+    assert (shape, round(plan.price, 4)) == (claims, price)
+    placed = {key for claim in plan.nodeclaims for key in claim.pods}
+    same_pods = [run.cost for run in runs if run.placed >= placed]
+    assert same_pods, "no upstream run placed the pods Joiner placed"
+    assert plan.price <= min(same_pods) + 1e-9
+    assert differential.divergences(document, runs, plan) == []
