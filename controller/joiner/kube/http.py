@@ -61,6 +61,7 @@ from joiner.kube.api import (
 )
 from joiner.kube.deadline import DeadlineTransport, within
 from joiner.kube.resources import Registry, ResourceKind, default_registry
+from joiner.kube.sharing import share_strings
 from joiner.ratelimit import TokenBucket
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -233,11 +234,12 @@ class HttpWatch:
         path: str,
         open_timeout: float,
         duration: float | None,
-        managed_fields: bool = True,
+        kept: Callable[[dict[str, Any]], dict[str, Any]] = lambda obj: obj,
     ) -> None:
+        """``kept``: what each event's object becomes (see ``HttpKube._kept``)."""
         self._open, self._path = open_stream, path
         self._open_timeout, self._duration = open_timeout, duration
-        self._managed_fields = managed_fields
+        self._kept = kept
         self._response: httpx.Response | None = None
         self._stopped = False
 
@@ -258,8 +260,7 @@ class HttpWatch:
                     return  # the server ended the watch (its timeoutSeconds)
                 if line:
                     event = _watch_event(line)
-                    if not self._managed_fields:
-                        drop_managed_fields(event.object)
+                    event.object = self._kept(event.object)
                     yield event
         except httpx.HTTPError as failure:
             if not self._stopped:  # stop() closing the stream is not a failure
@@ -386,15 +387,19 @@ class HttpKube:
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         managed_fields: bool = True,
+        shared_strings: bool = False,
         page_size: int | None = None,
     ) -> None:
         """``timeout``: the deadline of one call, retries and their waits included.
         ``managed_fields=False``: objects come back without metadata.managedFields.
+        ``shared_strings=True``: objects come back with their repeated strings shared
+        (``joiner.kube.sharing``), for a client whose objects fill a long-lived cache.
         ``page_size``: lists are read that many items a request (None: all at once)."""
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.config = config
-        self._managed_fields, self._page_size = managed_fields, page_size
+        self._managed_fields, self._shared_strings = managed_fields, shared_strings
+        self._page_size = page_size
         self.registry = registry or default_registry()
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
@@ -409,6 +414,12 @@ class HttpKube:
 
     def close(self) -> None:
         self._client.close()
+
+    def _kept(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A decoded body (one object, or a list of them) as this client returns it."""
+        if not self._managed_fields:
+            drop_managed_fields(body)
+        return share_strings(body) if self._shared_strings else body
 
     # ----------------------------------------------------------- transport
 
@@ -450,10 +461,7 @@ class HttpKube:
                         method, path, params=params, content=content, headers=headers
                     )
                 if response.status_code < 400:
-                    body = _checked(_json_object(response.content), check)
-                    if not self._managed_fields:
-                        drop_managed_fields(body)
-                    return body
+                    return self._kept(_checked(_json_object(response.content), check))
                 retry_after = response.headers.get("Retry-After")
                 failure = _error(response)
                 retryable = response.status_code in retry_statuses
@@ -549,7 +557,7 @@ class HttpKube:
         # The server ends the watch after timeoutSeconds; one request timeout more for it
         # to do so, and a watch that outstays that is cut off (a Timeout).
         duration = None if timeout_seconds is None else timeout_seconds + self._timeout
-        return HttpWatch(open_stream, path, self._timeout, duration, self._managed_fields)
+        return HttpWatch(open_stream, path, self._timeout, duration, self._kept)
 
     # -------------------------------------------------------------- writes
 
