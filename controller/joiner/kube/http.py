@@ -61,7 +61,7 @@ from joiner.kube.api import (
 )
 from joiner.kube.deadline import DeadlineTransport, within
 from joiner.kube.resources import Registry, ResourceKind, default_registry
-from joiner.kube.sharing import share_strings
+from joiner.kube.sharing import shared_loads
 from joiner.ratelimit import TokenBucket
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -234,12 +234,13 @@ class HttpWatch:
         path: str,
         open_timeout: float,
         duration: float | None,
-        kept: Callable[[dict[str, Any]], dict[str, Any]] = lambda obj: obj,
+        managed_fields: bool = True,
+        decode: Callable[[str | bytes], Any] = json.loads,
     ) -> None:
-        """``kept``: what each event's object becomes (see ``HttpKube._kept``)."""
+        """``managed_fields``, ``decode``: as the HttpKube that opened it has them."""
         self._open, self._path = open_stream, path
         self._open_timeout, self._duration = open_timeout, duration
-        self._kept = kept
+        self._managed_fields, self._decode = managed_fields, decode
         self._response: httpx.Response | None = None
         self._stopped = False
 
@@ -259,8 +260,9 @@ class HttpWatch:
                 if line is None:
                     return  # the server ended the watch (its timeoutSeconds)
                 if line:
-                    event = _watch_event(line)
-                    event.object = self._kept(event.object)
+                    event = _watch_event(line, self._decode)
+                    if not self._managed_fields:
+                        drop_managed_fields(event.object)
                     yield event
         except httpx.HTTPError as failure:
             if not self._stopped:  # stop() closing the stream is not a failure
@@ -286,9 +288,9 @@ class HttpWatch:
         response.close()
 
 
-def _watch_event(line: str) -> WatchEvent:
+def _watch_event(line: str, decode: Callable[[str | bytes], Any] = json.loads) -> WatchEvent:
     try:
-        event = json.loads(line)
+        event = decode(line)
     except json.JSONDecodeError as err:
         raise MalformedResponse(f"a watch event is not JSON ({err}): {line[:200]!r}") from None
     if not isinstance(event, dict) or event.get("type") not in _WATCH_EVENT_TYPES:
@@ -330,12 +332,14 @@ def _transport_error(failure: httpx.HTTPError) -> ApiError:
     return Unreachable(what)
 
 
-def _json_object(content: bytes) -> dict[str, Any]:
+def _json_object(
+    content: bytes, decode: Callable[[str | bytes], Any] = json.loads
+) -> dict[str, Any]:
     """A success body, which for every verb is one JSON object."""
     if not content:
         raise MalformedResponse("the response body is empty")
     try:
-        body = json.loads(content)
+        body = decode(content)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise MalformedResponse(f"the response body is not JSON, perhaps cut off ({err})") from None
     if not isinstance(body, dict):
@@ -398,8 +402,8 @@ class HttpKube:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.config = config
-        self._managed_fields, self._shared_strings = managed_fields, shared_strings
-        self._page_size = page_size
+        self._managed_fields, self._page_size = managed_fields, page_size
+        self._decode = shared_loads if shared_strings else json.loads
         self.registry = registry or default_registry()
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
@@ -414,12 +418,6 @@ class HttpKube:
 
     def close(self) -> None:
         self._client.close()
-
-    def _kept(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A decoded body (one object, or a list of them) as this client returns it."""
-        if not self._managed_fields:
-            drop_managed_fields(body)
-        return share_strings(body) if self._shared_strings else body
 
     # ----------------------------------------------------------- transport
 
@@ -461,7 +459,10 @@ class HttpKube:
                         method, path, params=params, content=content, headers=headers
                     )
                 if response.status_code < 400:
-                    return self._kept(_checked(_json_object(response.content), check))
+                    body = _checked(_json_object(response.content, self._decode), check)
+                    if not self._managed_fields:
+                        drop_managed_fields(body)
+                    return body
                 retry_after = response.headers.get("Retry-After")
                 failure = _error(response)
                 retryable = response.status_code in retry_statuses
@@ -557,7 +558,9 @@ class HttpKube:
         # The server ends the watch after timeoutSeconds; one request timeout more for it
         # to do so, and a watch that outstays that is cut off (a Timeout).
         duration = None if timeout_seconds is None else timeout_seconds + self._timeout
-        return HttpWatch(open_stream, path, self._timeout, duration, self._kept)
+        return HttpWatch(
+            open_stream, path, self._timeout, duration, self._managed_fields, self._decode
+        )
 
     # -------------------------------------------------------------- writes
 

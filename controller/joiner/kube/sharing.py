@@ -5,11 +5,12 @@ pods decoded from its own watch event carries its own "metadata", "containers",
 "Running", "node.kubernetes.io/not-ready", ... (a list shares keys only within its
 page). For a cache that holds every pod, node and NodeClaim of a cluster that is most of
 their memory: a pod as kube-apiserver sends it is about 14 KB decoded, 7 KB with its
-strings shared (``benchmarks/bench_realplane``, docs/performance.md).
+strings shared (docs/performance.md, "Where the memory goes").
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -18,16 +19,21 @@ from typing import Any
 SHARED_MAX_LENGTH = 64
 
 
-def share_strings(value: Any) -> Any:
-    """The decoded JSON value rebuilt with every key, and every string value of up to
-    ``SHARED_MAX_LENGTH`` characters, replaced by the interpreter's one interned copy
-    (strings are immutable, so sharing them changes nothing a reader sees). Interned
-    strings go when their last user does: nothing outlives the objects that hold it."""
-    kind = type(value)
-    if kind is dict:
-        return {sys.intern(k): share_strings(v) for k, v in value.items()}
-    if kind is list:
-        return [share_strings(item) for item in value]
-    if kind is str and len(value) <= SHARED_MAX_LENGTH:
-        return sys.intern(value)
-    return value
+def shared_loads(text: str | bytes) -> Any:
+    """``json.loads``, with every key, and every string value of a key of up to
+    ``SHARED_MAX_LENGTH`` characters, the interpreter's one interned copy (strings are
+    immutable: sharing them changes nothing a reader sees). Done as each object is
+    decoded, which costs a fifth of decoding; walking the result afterwards costs as
+    much again as decoding. Interned strings go with their last user: nothing outlives
+    the objects that hold it."""
+    return json.loads(text, object_pairs_hook=_shared_object)
+
+
+def _shared_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    intern = sys.intern
+    return {
+        intern(key): intern(value)
+        if value.__class__ is str and len(value) <= SHARED_MAX_LENGTH
+        else value
+        for key, value in pairs
+    }

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from joiner.kube.sharing import SHARED_MAX_LENGTH, share_strings
+from joiner.kube.sharing import SHARED_MAX_LENGTH, shared_loads
 
 DOCUMENT = json.dumps(
     {
-        "metadata": {"name": "web-1", "labels": {"app": "web"}},
+        "metadata": {"name": "web-1", "labels": {"app": "web"}, "finalizers": ["a/b"]},
         "spec": {
             "containers": [{"name": "main", "ports": [{"containerPort": 8080}]}],
             "priority": 0,
@@ -22,23 +22,28 @@ DOCUMENT = json.dumps(
 )
 
 
-def strings(value: Any) -> list[str]:
-    """Every key and string value, depth first."""
+def key_strings(value: Any) -> list[tuple[str, bool]]:
+    """Every key and string value of a key, depth first; whether it is a key."""
     if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (k, *strings(v))]
+        found = []
+        for k, v in value.items():
+            found.append((k, True))
+            found += [(v, False)] if isinstance(v, str) else key_strings(v)
+        return found
     if isinstance(value, list):
-        return [s for item in value for s in strings(item)]
-    return [value] if isinstance(value, str) else []
+        return [s for item in value for s in key_strings(item)]
+    return []
 
 
-def test_two_decoded_objects_share_every_key_and_short_string() -> None:
-    first, second = json.loads(DOCUMENT), json.loads(DOCUMENT)
-    assert first["status"]["phase"] is not second["status"]["phase"]  # json.loads copies
+def test_two_decoded_objects_share_every_key_and_short_string_value() -> None:
+    plain = json.loads(DOCUMENT), json.loads(DOCUMENT)
+    assert plain[0]["status"]["phase"] is not plain[1]["status"]["phase"]  # json.loads copies
 
-    first, second = share_strings(first), share_strings(second)
+    first, second = shared_loads(DOCUMENT), shared_loads(DOCUMENT.encode())
 
-    assert first == second == json.loads(DOCUMENT)  # the same value, types and all
-    pairs = list(zip(strings(first), strings(second), strict=True))
-    shared = [a is b for a, b in pairs]
-    assert shared == [len(a) <= SHARED_MAX_LENGTH for a, _ in pairs]
-    assert shared.count(False) == 1  # the long message only
+    assert first == second == plain[0]  # the same value, types and all
+    pairs = list(zip(key_strings(first), key_strings(second), strict=True))
+    assert [a is b for (a, _), (b, _) in pairs] == [
+        is_key or len(a) <= SHARED_MAX_LENGTH for (a, is_key), _ in pairs
+    ]
+    assert [a for (a, _), (b, _) in pairs if a is not b] == ["x" * (SHARED_MAX_LENGTH + 1)]
