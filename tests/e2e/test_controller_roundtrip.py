@@ -170,7 +170,9 @@ def test_provision_and_terminate_round_trip(
             "the NodeClaim to be initialized",
         )
         node = store.get("Node", node_name)
-        assert node["spec"]["taints"] == []
+        # No taint left; the key is gone when the node lifecycle controller lifted the
+        # not-ready taint after registration wrote the list, and empty when before.
+        assert node["spec"].get("taints", []) == []
         assert node["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
 
         store.delete("NodeClaim", name)
