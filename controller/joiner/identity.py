@@ -18,28 +18,46 @@ T = TypeVar("T")
 class IdentityCache(Generic[T]):
     """At most ``size`` values, each under the identity of the objects it came from
     (plus an optional plain key). The cache holds those objects, so no id is reused by
-    another object while its entry lives; when full, it starts over."""
+    another object while its entry lives; when full, it starts over.
+
+    A value put under a ``slot`` (e.g. a node's name) replaces the one last put under
+    it: the objects it came from are superseded (the node's pods changed), and holding
+    them until the cache starts over would keep old versions of a whole cluster's pods."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._values: dict[tuple, tuple[tuple[object, ...], T]] = {}
+        self._slots: dict[Hashable, tuple] = {}  # slot -> the key of its latest value
 
     def get(self, objects: Sequence[object], key: Hashable = ()) -> T | None:
         """The value remembered for these very objects, or None."""
         found = self._values.get((tuple(map(id, objects)), key))
         return None if found is None else found[1]
 
-    def put(self, objects: Sequence[object], value: T, key: Hashable = ()) -> None:
+    def put(
+        self, objects: Sequence[object], value: T, key: Hashable = (), slot: Hashable = None
+    ) -> None:
         if len(self._values) >= self._size:
             self._values.clear()
-        self._values[(tuple(map(id, objects)), key)] = (tuple(objects), value)
+            self._slots.clear()
+        entry = (tuple(map(id, objects)), key)
+        if slot is not None:
+            replaced = self._slots.get(slot)
+            if replaced is not None and replaced != entry:
+                self._values.pop(replaced, None)
+            self._slots[slot] = entry
+        self._values[entry] = (tuple(objects), value)
 
     def remember(
-        self, objects: Sequence[object], compute: Callable[[], T], key: Hashable = ()
+        self,
+        objects: Sequence[object],
+        compute: Callable[[], T],
+        key: Hashable = (),
+        slot: Hashable = None,
     ) -> T:
         """The value for these very objects, else ``compute()``, remembered."""
         found = self.get(objects, key)
         if found is None:
             found = compute()
-            self.put(objects, found, key)
+            self.put(objects, found, key, slot)
         return found

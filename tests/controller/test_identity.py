@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from joiner.identity import IdentityCache
 
 
@@ -56,3 +58,28 @@ def test_a_full_cache_starts_over() -> None:
     assert cache.remember([objects[0]], counting(calls, "recomputed")) == "recomputed"
     assert cache.remember([objects[2]], counting(calls, "kept")) == 2
     assert calls == ["recomputed"]
+
+
+class Pod:
+    """An object a weak reference can follow (a dict cannot)."""
+
+
+def test_a_value_put_under_a_slot_lets_go_of_the_slots_earlier_objects() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    old, new, other = Pod(), Pod(), Pod()
+    cache.remember([old], lambda: "old", slot="node-a")
+    cache.remember([other], lambda: "other", slot="node-b")
+    assert cache.get([old]) == "old"
+    cache.remember([new], lambda: "new", slot="node-a")  # node-a's pod changed
+    assert (cache.get([old]), cache.get([new]), cache.get([other])) == (None, "new", "other")
+    superseded = weakref.ref(old)
+    del old
+    assert superseded() is None  # the cache no longer holds it
+
+
+def test_the_same_objects_under_their_slot_again_keep_their_value() -> None:
+    cache: IdentityCache[str] = IdentityCache(8)
+    pods, calls = [Pod()], []
+    cache.remember(pods, counting(calls, "first"), slot="node-a")
+    assert cache.remember(list(pods), counting(calls, "second"), slot="node-a") == "first"
+    assert calls == ["first"]

@@ -170,7 +170,9 @@ def test_provision_and_terminate_round_trip(
             "the NodeClaim to be initialized",
         )
         node = store.get("Node", node_name)
-        assert node["spec"]["taints"] == []
+        # No taint left; the key is gone when the node lifecycle controller lifted the
+        # not-ready taint after registration wrote the list, and empty when before.
+        assert node["spec"].get("taints", []) == []
         assert node["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
 
         store.delete("NodeClaim", name)
@@ -180,7 +182,7 @@ def test_provision_and_terminate_round_trip(
             store.get("Node", node_name)
         # The event follows the finalizer's removal: wait for it rather than race it.
         reasons = _wait(lambda: _reasons_when_terminated(store, name), "the Terminated event")
-        assert reasons == ["Launched", "Registered", "Initialized", "Terminated"]
+        assert reasons == ["Terminated"]  # the lifecycle is on its conditions, not Events
         lease = store.get("Lease", "karpenter-leader-election", "kube-system")
         assert lease["spec"]["holderIdentity"] == "e2e-replica"
     finally:
@@ -353,7 +355,7 @@ def test_interruption_queue_message_replaces_the_node(
         )
         assert replacement["metadata"]["labels"][wk.INSTANCE_TYPE] == "m5.large"
         reasons = _wait(lambda: _reasons_when_terminated(store, name), "the NodeClaim to go")
-        assert reasons == ["Launched", "InstanceStopping", "Terminated"]
+        assert reasons == ["InstanceStopping", "Terminated"]
         attributes = sqs.get_queue_attributes(
             QueueUrl=queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],

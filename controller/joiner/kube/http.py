@@ -61,6 +61,7 @@ from joiner.kube.api import (
 )
 from joiner.kube.deadline import DeadlineTransport, within
 from joiner.kube.resources import Registry, ResourceKind, default_registry
+from joiner.kube.sharing import shared_loads
 from joiner.ratelimit import TokenBucket
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -234,10 +235,12 @@ class HttpWatch:
         open_timeout: float,
         duration: float | None,
         managed_fields: bool = True,
+        decode: Callable[[str | bytes], Any] = json.loads,
     ) -> None:
+        """``managed_fields``, ``decode``: as the HttpKube that opened it has them."""
         self._open, self._path = open_stream, path
         self._open_timeout, self._duration = open_timeout, duration
-        self._managed_fields = managed_fields
+        self._managed_fields, self._decode = managed_fields, decode
         self._response: httpx.Response | None = None
         self._stopped = False
 
@@ -257,7 +260,7 @@ class HttpWatch:
                 if line is None:
                     return  # the server ended the watch (its timeoutSeconds)
                 if line:
-                    event = _watch_event(line)
+                    event = _watch_event(line, self._decode)
                     if not self._managed_fields:
                         drop_managed_fields(event.object)
                     yield event
@@ -285,9 +288,9 @@ class HttpWatch:
         response.close()
 
 
-def _watch_event(line: str) -> WatchEvent:
+def _watch_event(line: str, decode: Callable[[str | bytes], Any] = json.loads) -> WatchEvent:
     try:
-        event = json.loads(line)
+        event = decode(line)
     except json.JSONDecodeError as err:
         raise MalformedResponse(f"a watch event is not JSON ({err}): {line[:200]!r}") from None
     if not isinstance(event, dict) or event.get("type") not in _WATCH_EVENT_TYPES:
@@ -329,12 +332,14 @@ def _transport_error(failure: httpx.HTTPError) -> ApiError:
     return Unreachable(what)
 
 
-def _json_object(content: bytes) -> dict[str, Any]:
+def _json_object(
+    content: bytes, decode: Callable[[str | bytes], Any] = json.loads
+) -> dict[str, Any]:
     """A success body, which for every verb is one JSON object."""
     if not content:
         raise MalformedResponse("the response body is empty")
     try:
-        body = json.loads(content)
+        body = decode(content)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise MalformedResponse(f"the response body is not JSON, perhaps cut off ({err})") from None
     if not isinstance(body, dict):
@@ -386,15 +391,19 @@ class HttpKube:
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         managed_fields: bool = True,
+        shared_strings: bool = False,
         page_size: int | None = None,
     ) -> None:
         """``timeout``: the deadline of one call, retries and their waits included.
         ``managed_fields=False``: objects come back without metadata.managedFields.
+        ``shared_strings=True``: objects come back with their repeated strings shared
+        (``joiner.kube.sharing``), for a client whose objects fill a long-lived cache.
         ``page_size``: lists are read that many items a request (None: all at once)."""
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be >= 1")
         self.config = config
         self._managed_fields, self._page_size = managed_fields, page_size
+        self._decode = shared_loads if shared_strings else json.loads
         self.registry = registry or default_registry()
         self.limiter = TokenBucket(qps, burst, sleep=sleep)
         self._retry = retry or RetryPolicy()
@@ -450,7 +459,7 @@ class HttpKube:
                         method, path, params=params, content=content, headers=headers
                     )
                 if response.status_code < 400:
-                    body = _checked(_json_object(response.content), check)
+                    body = _checked(_json_object(response.content, self._decode), check)
                     if not self._managed_fields:
                         drop_managed_fields(body)
                     return body
@@ -549,7 +558,9 @@ class HttpKube:
         # The server ends the watch after timeoutSeconds; one request timeout more for it
         # to do so, and a watch that outstays that is cut off (a Timeout).
         duration = None if timeout_seconds is None else timeout_seconds + self._timeout
-        return HttpWatch(open_stream, path, self._timeout, duration, self._managed_fields)
+        return HttpWatch(
+            open_stream, path, self._timeout, duration, self._managed_fields, self._decode
+        )
 
     # -------------------------------------------------------------- writes
 

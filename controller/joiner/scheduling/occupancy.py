@@ -9,7 +9,7 @@ edits a pod in place), so a node's facts are remembered by the identity of its p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,19 +36,24 @@ class Occupancy:
     anti_affinity: tuple[tuple[str, Mapping[str, Any]], ...]  # (namespace, required term)
 
 
-# By the node's pods; about two pod lists per node per state change is typical, so this
-# spans a large cluster's recent history without holding on to stale pods for long.
+# By the node's pods; about two pod lists per node per state change is typical. Callers
+# that name a slot (the solver, disruption) hold only each node's latest pods.
 _remembered: IdentityCache[Occupancy] = IdentityCache(20_000)
 
 
 def occupancy(
-    pods: Sequence[Pod], runtime_classes: Mapping[str, ResourceList], volumes: VolumeCatalog
+    pods: Sequence[Pod],
+    runtime_classes: Mapping[str, ResourceList],
+    volumes: VolumeCatalog,
+    slot: Hashable = None,
 ) -> Occupancy:
+    """``slot``: the caller's name for whose pods these are (e.g. ("solver", node name));
+    their value replaces the one remembered for the slot's earlier pods."""
     found = _remembered.get(pods)
     if found is None:
         found = _occupancy(pods, runtime_classes, volumes)
         if not any(_reads_cluster_objects(pod) for pod in pods):
-            _remembered.put(pods, found)
+            _remembered.put(pods, found, slot=slot)
     return found
 
 

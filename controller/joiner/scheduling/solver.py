@@ -322,7 +322,9 @@ class _Solver:
 
     def _node_target(self, node: ExistingNode) -> _Node:
         snapshot = self.snapshot
-        taken = occupancy(node.pods, snapshot.runtime_classes, snapshot.volumes)
+        taken = occupancy(
+            node.pods, snapshot.runtime_classes, snapshot.volumes, slot=("solver", node.name)
+        )
         used = res.add(taken.requests, self._pending_daemons(node, taken.daemonsets))
         free = [node.allocatable.get(name, 0) - used.get(name, 0) for name in self.dims.names]
         taints = list(node.taints)

@@ -1,10 +1,11 @@
 """``joiner simulate --output table``: the run as a timeline a person reads top to bottom.
 
-For every step: what happened during it (events: launches, registrations, disruptions,
-evictions), then where things stand when it completes (each node with its type, zone,
-capacity type, price, pods and how full it is; the cost per hour; each pending pod and
-why it cannot be placed; whether expectations held and settle steps settled). Then the
-NodeClaims' lives, failed expectations and settle steps that did not settle.
+For every step: what happened during it (the NodeClaims launched, registered and
+initialized, from their conditions; the events: nominations, disruptions, evictions),
+then where things stand when it completes (each node with its type, zone, capacity type,
+price, pods and how full it is; the cost per hour; each pending pod and why it cannot be
+placed; whether expectations held and settle steps settled). Then the NodeClaims' lives,
+failed expectations and settle steps that did not settle.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def render_table(result: SimulationResult) -> str:
     lines = _header(result)
     events = sorted(result.events, key=lambda e: e.time)
     times = [e.time for e in events]
+    stages = _stages(result.nodeclaims)
+    stage_times = [stage[0] for stage in stages]
     previous_time = float("-inf")
     previous: Snapshot | None = None
     for step in result.steps:
@@ -36,6 +39,9 @@ def render_table(result: SimulationResult) -> str:
         during = events[bisect_right(times, previous_time) : bisect_right(times, step.time)]
         title = f"Step {step.index}: {step.action}" + (f" ({step.name})" if step.name else "")
         lines += ["", f"{title}, done at {format_time(step.time)}"]
+        lines += _stage_lines(
+            stages[bisect_right(stage_times, previous_time) : bisect_right(stage_times, step.time)]
+        )
         lines += _events(during)
         lines += _snapshot(step.snapshot, previous)
         if step.action == "expect":
@@ -44,9 +50,10 @@ def render_table(result: SimulationResult) -> str:
             lines += _settle_outcome(step.unsettled)
         previous_time, previous = step.time, step.snapshot
     after = events[bisect_right(times, previous_time) :]
-    if after:
+    stages_after = stages[bisect_right(stage_times, previous_time) :]
+    if after or stages_after:
         lines += ["", f"After the last step, until {format_time(result.final.time)}"]
-        lines += _events(after)
+        lines += _stage_lines(stages_after) + _events(after)
     final_title = f"Final state at {format_time(result.final.time)}"
     if previous is not None and _same_state(result.final, previous):
         lines += ["", f"{final_title}: as after step {result.steps[-1].index}."]
@@ -80,6 +87,32 @@ def _header(result: SimulationResult) -> list[str]:
         f"pod pending time {totals.pod_pending_seconds:.0f}s"
         + (f"; controller restarts {totals.restarts}" if totals.restarts else ""),
     ]
+
+
+# A NodeClaim's stages as its conditions record them (the controller writes no Event for
+# them): (time, name, stage, what it launched), in time order.
+_Stage = tuple[float, str, str, str]
+
+
+def _stages(records: Sequence[NodeClaimRecord]) -> list[_Stage]:
+    stages: list[_Stage] = []
+    for r in records:
+        launched = " ".join(x for x in (r.instance_type, r.capacity_type, r.zone) if x)
+        for time, stage, detail in (
+            (r.launched_at, "Launched", launched),
+            (r.registered_at, "Registered", ""),
+            (r.initialized_at, "Initialized", ""),
+        ):
+            if time is not None:
+                stages.append((time, r.name, stage, detail))
+    return sorted(stages, key=lambda stage: stage[0])  # stable: a NodeClaim's in order
+
+
+def _stage_lines(stages: Sequence[_Stage]) -> list[str]:
+    if not stages:
+        return []
+    rows = [[format_time(time), name, stage, detail] for time, name, stage, detail in stages]
+    return ["  NodeClaims:", *(line.rstrip() for line in _columns(rows, indent=4))]
 
 
 def _events(events: Sequence[EventRecord]) -> list[str]:

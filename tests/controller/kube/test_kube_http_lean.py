@@ -76,3 +76,24 @@ def test_no_object_comes_back_with_managed_fields(
         "lean",
     ]
     assert [o for o in objects if "managedFields" in o["metadata"]] == []
+
+
+def test_objects_read_separately_share_their_strings(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """As the controller's client reads them: two pods from two watch events (each
+    decoded on its own) hold the same key and value strings, not copies."""
+    kube = control_plane.admin_kube(managed_fields=False, shared_strings=True)
+    before = kube.list("Pod", namespace)
+    watch = kube.watch(
+        "Pod", namespace, resource_version=before.resource_version, timeout_seconds=30
+    )
+    admin = control_plane.admin_kube(managed_fields=False)
+    created = [admin.create(pod(name, "10m", namespace=namespace)) for name in ("a", "b")]
+    admin.close()
+    first, second = (event.object for event in take(watch, 2))
+    kube.close()
+    assert [first, second] == created  # the same objects as another client reads them
+    assert first["metadata"]["namespace"] is second["metadata"]["namespace"]
+    assert first["spec"]["tolerations"][0]["key"] is second["spec"]["tolerations"][0]["key"]
+    assert all(a is b for a, b in zip(first["spec"], second["spec"], strict=True))  # keys too

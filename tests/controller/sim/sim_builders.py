@@ -133,7 +133,9 @@ def build_sample_result() -> SimulationResult:
         initialized_at=41.5,
     )
     events = [
-        EventRecord(1.5, "NodeClaim", "default-x7k2p", "Launched", "c5.xlarge spot us-east-1a"),
+        EventRecord(
+            1.0, "Pod", "app-1", "Nominated", "Pod should schedule on: nodeclaim/default-x7k2p"
+        ),
         EventRecord(41.5, "Node", "ip-10-0-1-1", "Ready", "node is ready"),
     ]
     return SimulationResult(

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from joiner import testing
 
 WORKLOADS = int(os.environ.get("JOINER_CRASH_WORKLOADS", "8"))
-POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "72"))
+POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "80"))
 SEED = os.environ.get("JOINER_CRASH_SEED", "19")
 LOG = os.environ.get("JOINER_CRASH_LOG")  # a file: one line of progress per workload
 PAIRS: list[int] = []  # pairs run by this process, reported at the end

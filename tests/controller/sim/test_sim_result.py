@@ -78,13 +78,13 @@ EXPECTED = {
     ],
     "events": [
         {
-            "time": 1.5,
-            "kind": "NodeClaim",
-            "name": "default-x7k2p",
-            "reason": "Launched",
-            "message": "c5.xlarge spot us-east-1a",
+            "time": 1.0,
+            "kind": "Pod",
+            "name": "app-1",
+            "reason": "Nominated",
+            "message": "Pod should schedule on: nodeclaim/default-x7k2p",
             "count": 1,
-            "lastTime": 1.5,
+            "lastTime": 1.0,
         },
         {
             "time": 41.5,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from joiner.sim.result import EventRecord, PendingPod, Snapshot, StepRecord
@@ -76,10 +77,10 @@ def test_events_that_differ_only_in_the_object_share_a_row(sample_result):
 
     start = lines.index("  Events:")
     assert lines[start + 1 : start + 5] == [
-        "    0:00:01.5  NodeClaim/default-x7k2p  Launched   c5.xlarge spot us-east-1a",
-        f"    0:00:01.5  4 Pods                   Nominated  {nominated}",
-        "    0:00:41.5  Node/ip-10-0-1-1         Ready      node is ready",
-        f"    0:00:41.5  Pod/app-9                Nominated  {nominated}",
+        f"    0:00:01    Pod/app-1         Nominated  {nominated}",
+        f"    0:00:01.5  4 Pods            Nominated  {nominated}",
+        "    0:00:41.5  Node/ip-10-0-1-1  Ready      node is ready",
+        f"    0:00:41.5  Pod/app-9         Nominated  {nominated}",
     ]
 
 
@@ -101,3 +102,20 @@ def test_a_settle_step_that_did_not_settle_is_flagged_and_summed_up(sample_resul
     step_2 = lines.index("Step 2: expect, done at 0:01:05")
     assert lines[step_2 - 3 : step_2] == ["  NOT SETTLED:", f"    {message}", ""]
     assert lines[-2:] == ["Settle: 1 step did not settle:", f"  {message}"]
+
+
+def test_a_nodeclaim_launched_after_the_last_step_is_in_the_timeline(sample_result):
+    late = replace(sample_result.nodeclaims[0], name="default-late", created_at=70.0)
+    late.launched_at, late.registered_at, late.initialized_at = 71.0, 100.0, None
+    sample_result.nodeclaims.append(late)
+    sample_result.final = replace(sample_result.final, time=120.0)
+
+    lines = render_table(sample_result).splitlines()
+
+    start = lines.index("After the last step, until 0:02:00")
+    assert lines[start + 1 : start + 4] == [
+        "  NodeClaims:",
+        "    0:01:11  default-late  Launched    c5.xlarge spot us-east-1a",
+        "    0:01:40  default-late  Registered",
+    ]
+    assert lines[start + 4] == ""  # not initialized: no line, and no events after the step

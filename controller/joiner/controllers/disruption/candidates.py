@@ -157,7 +157,7 @@ def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
             eviction_cost=sum(eviction_cost(p) for p in reschedulable),
         )
 
-    return _facts.remember((*pods, *pdbs.values()), compute, key=len(pods))
+    return _facts.remember((*pods, *pdbs.values()), compute, key=len(pods), slot=node_name)
 
 
 def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:

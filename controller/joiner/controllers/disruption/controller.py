@@ -276,7 +276,9 @@ class Disruption:
         """The candidate's pods' requests, remembered while they are the same pods."""
         pods = candidate.pods
         return self._requests.remember(
-            pods, lambda: methods.PodShapes.of([pod_requests(p, {}) for p in pods])
+            pods,
+            lambda: methods.PodShapes.of([pod_requests(p, {}) for p in pods]),
+            slot=candidate.name,
         )
 
     def _free_room(self) -> methods.Rooms:
@@ -297,7 +299,8 @@ class Disruption:
         return self._room
 
     def _unrequested(self, node: StateNode) -> res.ResourceList:
-        requested = occupancy(self.state.pods_on(node.name), {}, VolumeCatalog()).requests
+        pods = self.state.pods_on(node.name)
+        requested = occupancy(pods, {}, VolumeCatalog(), slot=("disruption", node.name)).requests
         return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
     def _explain_skips(self) -> None:

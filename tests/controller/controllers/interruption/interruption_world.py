@@ -107,9 +107,7 @@ class World(testing.OperatorRig):
             self.kube.list("Event").items, key=lambda e: int(e["metadata"]["resourceVersion"])
         )
         return [
-            (e["involvedObject"]["name"], e["reason"])
-            for e in items
-            if e["reason"] not in ("Launched", "Nominated", "Registered", "Initialized")
+            (e["involvedObject"]["name"], e["reason"]) for e in items if e["reason"] != "Nominated"
         ]
 
     def metric(self, name: str, **labels: str) -> float:
