@@ -105,12 +105,14 @@ def workloads(draw: st.DrawFn) -> Workload:
 # --- fault points ---------------------------------------------------------------------------
 
 KUBE_ERRORS = ("409", "429", "500", "timeout")
+LEADER_LOSSES = ("crash", "pause")
 
 
 def fault_points(reconciles: int, kube_calls: int, cloud_calls: int, count: int) -> list[dict]:
     """``count`` fault steps spread over the baseline's work (fewer only when the run
     has fewer points than that): each kubelet and watch fault once, then restarts after
-    the k-th reconcile (a quarter), the k-th cloud call failing (an eighth), and the
+    the k-th reconcile (a quarter), the leader of two replicas crashing or pausing after
+    the k-th reconcile (an eighth), the k-th cloud call failing (an eighth), and the
     k-th API call failing (the rest, each error in turn), k stepping evenly over the
     run."""
     points: list[dict] = [
@@ -120,6 +122,10 @@ def fault_points(reconciles: int, kube_calls: int, cloud_calls: int, count: int)
         {"fault": {"watch": {"kind": "NodeClaim", "error": "drop"}}},
     ]
     points += [{"restart": {"afterReconciles": k}} for k in _spread(1, reconciles, count // 4)]
+    points += [  # two replicas: the leader crashes or pauses, in turn
+        {"leader": {"loss": LEADER_LOSSES[i % 2], "afterReconciles": k}}
+        for i, k in enumerate(_spread(1, reconciles, count // 8))
+    ]
     cloud_errors = ("throttled", "failed")
     points += [
         {"fault": {"cloud": {"error": cloud_errors[i % 2], "after": k}}}
@@ -163,7 +169,7 @@ def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
     outcome = Outcome(
         result,
         checker.violations,
-        sim.restarts.total(sim.operator.manager.reconcile_count),
+        sim.replicas.reconciles(),
         sim.faults.kube.calls,
         cloud_calls(),
     )
