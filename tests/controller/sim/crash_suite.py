@@ -37,6 +37,13 @@ VOLUNTARY = ("Empty", "Underutilized", "Drifted")
 LIVENESS = ("LaunchFailed", "LaunchTimeout", "RegistrationTimeout", "ReadyTimeout")
 CPUS = {"small": 2, "large": 8}
 FINAL_SETTLE = "30m"
+SPOT_SHARE = 4  # about one workload in this many has a spot interruption
+# The first spot node (by name) gets the two-minute warning, then EC2 reclaims it.
+SPOT_INTERRUPTION = {
+    "nodeSelector": {"karpenter.sh/capacity-type": "spot"},
+    "count": 1,
+    "kind": "spot-interruption",
+}
 
 CATALOGUE = [
     testing.scenario_instance_type(
@@ -90,10 +97,16 @@ def workloads(draw: st.DrawFn) -> Workload:
     if draw(st.booleans()):
         objects.append(testing.pod_disruption_budget("app0", max_unavailable=1))
     steps: list[dict[str, Any]] = []
-    for stage in stages:
+    # A spot interruption after one of the stages, in a share of the workloads (each
+    # run of them pays for the embedded EventBridge and SQS).
+    spot = draw(st.integers(1, SPOT_SHARE)) == 1
+    interrupted = draw(st.integers(0, len(stages) - 1)) if spot else None
+    for number, stage in enumerate(stages):
         for i, replicas in enumerate(stage):
             steps.append({"scale": {"kind": "Deployment", "name": f"app{i}", "replicas": replicas}})
         steps.append({"advance": draw(st.sampled_from(["20s", "45s", "90s", "3m"]))})
+        if number == interrupted:
+            steps += [{"interrupt": SPOT_INTERRUPTION}, {"advance": "1m"}]
     if draw(st.booleans()):  # drift: the pool's template changes, its nodes are replaced
         drifted = testing.nodepool(disruption=disruption, limits=limits, labels={"rev": "2"})
         steps += [{"apply": [drifted]}, {"advance": "2m"}]
