@@ -405,7 +405,7 @@ class Simulation:
             ran = (
                 self.replicas.pump()
                 + self.world.pump()
-                + self.replicas.run_due(proceed=self._operator_may_proceed)
+                + self._run_controller()
                 + self.world.manager.run_due()
                 + self.kube.run_controllers()
             )
@@ -447,6 +447,10 @@ class Simulation:
                 where=self._where,
             )
         )
+
+    def _run_controller(self) -> int:
+        with self.faults.controller_running():
+            return self.replicas.run_due(proceed=self._operator_may_proceed)
 
     def _operator_may_proceed(self) -> bool:
         return self.restarts.proceed(self.replicas.reconciles())
