@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 from joiner import testing
+from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.conditions import get_condition
@@ -179,6 +180,7 @@ def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
     sim.after_instant = checker.at_instant
     cloud_calls = _count_cloud_calls(sim)
     result = sim.run()
+    checker.at_end()
     outcome = Outcome(
         result,
         checker.violations,
@@ -222,6 +224,21 @@ class Invariants:
         pod_deletes = self.sim.faults.kube.counts[("delete", "Pod")]
         if pod_deletes:
             self._fail(f"the controller deleted {pod_deletes} pods (not by eviction)")
+
+    def at_end(self) -> None:
+        """No disruption left half done: a node not being deleted carries no disruption
+        taint (a command a restart or a leader change interrupted was resumed or undone)."""
+        tainted = [
+            node["metadata"]["name"]
+            for node in self.sim.kube.list("Node").items
+            if not node["metadata"].get("deletionTimestamp")
+            and any(
+                t.get("key") == wk.DISRUPTED_TAINT_KEY
+                for t in (node.get("spec") or {}).get("taints") or ()
+            )
+        ]
+        if tainted:
+            self._fail(f"nodes left with the disruption taint: {tainted}")
 
     def _orphans(self, now: float, claims: list[dict[str, Any]]) -> None:
         claimed = {(c.get("status") or {}).get("providerID") for c in claims}
