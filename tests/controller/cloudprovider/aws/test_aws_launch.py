@@ -477,18 +477,24 @@ def _throttled(**_: Any) -> tuple[Any, dict[str, Any]]:
     }
 
 
+def create_hooked(stand: Stand, env: Env, name: str, event: str, hook: Any) -> NodeClaim:
+    """Launch an m5.large with ``hook`` on the controller's EC2 client for ``event``."""
+    events = env.controller.ec2.meta.events
+    events.register(event, hook)
+    try:
+        return stand.provider.create(claim(name, req(wk.INSTANCE_TYPE, "In", "m5.large")))
+    finally:
+        events.unregister(event, hook)
+
+
 def test_a_launch_is_described_from_createfleet_answer_not_by_describing(
     stand: Stand, env: Env
 ) -> None:
     """A throttled DescribeInstances right after the launch must not fail the launch:
     the NodeClaim would launch a second instance."""
-    env.controller.ec2.meta.events.register("before-call.ec2.DescribeInstances", _throttled)
-    try:
-        launched = stand.provider.create(
-            claim("default-fleet", req(wk.INSTANCE_TYPE, "In", "m5.large"))
-        )
-    finally:
-        env.controller.ec2.meta.events.unregister("before-call.ec2.DescribeInstances", _throttled)
+    launched = create_hooked(
+        stand, env, "default-fleet", "before-call.ec2.DescribeInstances", _throttled
+    )
     described = instance(env, launched)
     zone = described["Placement"]["AvailabilityZone"]
     assert launched.status.provider_id == f"aws:///{zone}/{described['InstanceId']}"
@@ -502,13 +508,9 @@ def test_an_answer_that_does_not_say_what_launched_is_described(stand: Stand, en
         for entry in parsed.get("Instances", ()):
             entry.pop("LaunchTemplateAndOverrides", None)
 
-    env.controller.ec2.meta.events.register("after-call.ec2.CreateFleet", without_overrides)
-    try:
-        launched = stand.provider.create(
-            claim("default-bare", req(wk.INSTANCE_TYPE, "In", "m5.large"))
-        )
-    finally:
-        env.controller.ec2.meta.events.unregister("after-call.ec2.CreateFleet", without_overrides)
+    launched = create_hooked(
+        stand, env, "default-bare", "after-call.ec2.CreateFleet", without_overrides
+    )
     described = instance(env, launched)
     assert launched.labels[wk.ZONE] == described["Placement"]["AvailabilityZone"]
     assert launched.status.image_id == described["ImageId"]
