@@ -8,48 +8,27 @@ import copy
 from typing import Any
 
 import yaml
+from joiner import testing
+from joiner.api import labels as wk
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import load_scenario
 
-AWS_SCENARIO: dict[str, Any] = yaml.safe_load(
-    """
-apiVersion: joiner.sim/v1
-kind: Scenario
-metadata: {name: ec2-faults}
-spec:
-  cluster: {name: demo, region: us-east-1, zones: [us-east-1a]}
-  cloud: {provider: aws}
-  objects:
-    - apiVersion: karpenter.k8s.aws/v1
-      kind: EC2NodeClass
-      metadata: {name: default}
-      spec:
-        role: KarpenterNodeRole-demo
-        amiSelectorTerms: [{alias: al2023@latest}]
-        subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-        securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-    - apiVersion: karpenter.sh/v1
-      kind: NodePool
-      metadata: {name: default}
-      spec:
-        template:
-          spec:
-            nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-            requirements:
-              - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.xlarge]}
-        disruption: {consolidateAfter: 0s}
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: app, namespace: default}
-      spec:
-        replicas: 2
-        selector: {matchLabels: {app: app}}
-        template:
-          metadata: {labels: {app: app}}
-          spec:
-            containers: [{name: a, image: a, resources: {requests: {cpu: "3"}}}]
-"""
+# Two pods of 3 CPUs on c5.xlarge (4 CPUs): two NodeClaims; empty nodes go at once.
+AWS_SCENARIO: dict[str, Any] = testing.scenario(
+    "ec2-faults",
+    [],
+    [
+        testing.ec2nodeclass(cluster="demo", role="KarpenterNodeRole-demo"),
+        testing.nodepool(
+            requirements=[{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["c5.xlarge"]}],
+            disruption={"consolidateAfter": "0s"},
+        ),
+        testing.deployment("app", 2, "3", "256Mi"),
+    ],
+    cluster="demo",
+    zones=("us-east-1a",),
 )
+AWS_SCENARIO["spec"]["cloud"] = {"provider": "aws"}
 SCALE_DOWN = {"scale": {"kind": "Deployment", "name": "app", "namespace": "default", "replicas": 0}}
 
 
