@@ -31,6 +31,8 @@ class StaticNodeFacts:
 
 class SimCloud(Protocol):
     provider: CloudProvider
+    # The boto3 EC2 client the controller's provider calls through (None: a fake cloud).
+    controller_ec2: Any | None
 
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]: ...
 
@@ -53,6 +55,7 @@ class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
         self.catalogue = {t.name: t.to_instance_type() for t in scenario.cloud.instance_types}
         self.provider = FakeCloudProvider(list(self.catalogue.values()), clock)
+        self.controller_ec2 = None
         self.prices = dict(scenario.cloud.prices or {})
 
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> dict[str, Any]:

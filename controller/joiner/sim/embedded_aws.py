@@ -96,6 +96,7 @@ class EmbeddedAWS:
         self.catalogue = cached_catalogue(controller.ec2, clock)
         self._provider_args = (controller, clock, cluster, scenario.cloud.prices)
         self.provider = self._new_provider()
+        self.controller_ec2 = controller.ec2
         self.outage = CapacityOutage(controller.ec2, zones)  # where CreateFleet goes
         self._prices: dict[str, float] = {}
 

@@ -22,6 +22,7 @@ from joiner.controllers.interruption import controller as interruption
 from joiner.controllers.runtime import DONE, Manager, Result
 from joiner.kube.api import ApiError, Invalid, NotFound
 from joiner.kube.memory import MemoryKube
+from joiner.leader import LeaderFence
 from joiner.operator import Operator, OperatorOptions
 from joiner.settings import Settings, SettingsError
 from joiner.sim import kubescheduler
@@ -35,6 +36,7 @@ from joiner.sim.kubescheduler import KubeScheduler
 from joiner.sim.observe import Observer
 from joiner.sim.podindex import PodIndex
 from joiner.sim.progress import REPORT_INTERVAL, Progress, Reporter
+from joiner.sim.replicas import Replica, Replicas
 from joiner.sim.restart import Restarts
 from joiner.sim.result import SimulationResult, StepRecord
 from joiner.sim.scenario import (
@@ -45,6 +47,7 @@ from joiner.sim.scenario import (
     ExpectStep,
     FaultStep,
     InterruptStep,
+    LeaderStep,
     RestartStep,
     ScaleStep,
     Scenario,
@@ -231,17 +234,30 @@ class Simulation:
         self.interruptions = Interruptions.for_scenario(
             scenario, self.kube, self.clock, self.cloud.reclaim
         )
-        self._start_operator()
+        # The elector writes its Lease directly: faults and call counts are the
+        # reconcilers'.
+        self.replicas = Replicas(self._start_operator, self.kube, self.clock)
+        self.cloud.bind_nodeclasses(lambda name: self.operator.state.nodeclasses.get(name))
         self.observer = Observer(
             self.kube, self.clock, self.cloud, self.operator, SIM_START, PodIndex()
         )
         self.world = World(self.kube, self.clock, self.cloud, scenario, self.observer)
+        self.world.manager.register(self.replicas)
+        self.replicas.enqueue_tick = lambda key, delay: self.world.manager.enqueue(
+            Replicas.name, key, delay
+        )
+        self.replicas.on_new_leader = self._new_leader
         self.end = SIM_START + scenario.max_virtual_seconds
 
-    def _start_operator(self) -> None:
+    @property
+    def operator(self) -> Operator:
+        """The controller: the replica that leads (or led last)."""
+        return self.replicas.current.operator
+
+    def _start_operator(self, leads: Callable[[], bool]) -> Operator:
         """A fresh operator, knowing nothing but what it lists from the API server."""
-        self.operator = Operator(
-            self.faults.kube,
+        operator = Operator(
+            LeaderFence(self.faults.kube, leads),
             self.faults.cloud,
             self.clock,
             self.cloud.resolve_nodeclass,
@@ -249,17 +265,29 @@ class Simulation:
             validate=validate_object,
             interruption_feed=self.interruptions.feed if self.interruptions else None,
         )
-        self.cloud.bind_nodeclasses(self.operator.state.nodeclasses.get)
-        self.operator.attach(DrainFeed)
+        operator.attach(DrainFeed)
+        return operator
 
     def restart_operator(self) -> None:
-        """Drop the operator and everything it holds in memory (the cloud provider's
-        included) and start a fresh one against the same objects and cloud."""
-        self.restarts.restarted(self.operator.manager.reconcile_count)
-        self.operator.feed.stop()
+        """Drop the controller (the leader, with replicas) and everything it holds in
+        memory (the cloud provider's included) and start a fresh one against the same
+        objects and cloud."""
+        self.replicas.replace(next(self.replicas.acting(), self.replicas.current))
         self.cloud.restart_provider()
-        self._start_operator()
         self.observer.operator_restarted(self.operator)
+
+    def _new_leader(self, replica: Replica) -> None:
+        """Another replica took the Lease: what the provider remembered was the old
+        leader's."""
+        self.cloud.restart_provider()
+        self.observer.leader_elected(replica.operator, replica.identity)
+
+    def _lose(self, step: RestartStep | LeaderStep) -> None:
+        if isinstance(step, LeaderStep):
+            self.replicas.lose_leader(step)
+            self.observer.leader_lost(step.loss)
+        else:
+            self.restart_operator()
 
     # --- running -----------------------------------------------------------------------
 
@@ -314,7 +342,10 @@ class Simulation:
         elif isinstance(step, FaultStep):
             self.faults.inject(step, self.world.kubelet)
         elif isinstance(step, RestartStep):
-            self.restarts.plan(step, self._schedule, self.operator.manager.reconcile_count)
+            self.restarts.plan(step, self._schedule, self.replicas.reconciles())
+        elif isinstance(step, LeaderStep):
+            self.replicas.go_elected()
+            self.restarts.plan(step, self._schedule, self.replicas.reconciles())
         elif isinstance(step, InterruptStep) and self.interruptions is not None:
             self.interruptions.deliver(step, self._schedule, self._wake_interruption)
         elif isinstance(step, UnhealthyStep):
@@ -346,7 +377,7 @@ class Simulation:
             upcoming = [
                 t
                 for t in (
-                    self.operator.manager.next_due(),
+                    self.replicas.next_due(),
                     self.world.next_due(),
                     self.kube.next_due(),  # kube-controller-manager's work
                 )
@@ -369,12 +400,12 @@ class Simulation:
     def _run_instant(self) -> None:
         self.budget.new_instant()
         while True:
-            if self.restarts.due:
-                self.restart_operator()
+            for loss in self.restarts.take():
+                self._lose(loss)  # type: ignore[arg-type]
             ran = (
-                self.operator.pump()
+                self.replicas.pump()
                 + self.world.pump()
-                + self.operator.manager.run_due(proceed=self._operator_may_proceed)
+                + self._run_controller()
                 + self.world.manager.run_due()
                 + self.kube.run_controllers()
             )
@@ -417,8 +448,12 @@ class Simulation:
             )
         )
 
+    def _run_controller(self) -> int:
+        with self.faults.controller_running():
+            return self.replicas.run_due(proceed=self._operator_may_proceed)
+
     def _operator_may_proceed(self) -> bool:
-        return self.restarts.proceed(self.operator.manager.reconcile_count)
+        return self.restarts.proceed(self.replicas.reconciles())
 
     def settled(self) -> bool:
         """No pending pods, nothing launching, no disruption in progress, nothing being
@@ -429,6 +464,8 @@ class Simulation:
     def _in_flight(self) -> Iterator[str]:
         """What keeps the run from settling, cheapest check first (``settled`` stops at
         the first)."""
+        if self.replicas.leaderless():
+            yield "no controller replica leads"
         if self.operator.disruption.busy:
             yield "disruption in progress"
         pending = self.observer.pods.pending_count()

@@ -14,14 +14,20 @@ What the controller sees is what reaches it on a cluster once its client gave up
 HTTP adapter's own retries (429 with Retry-After, 5xx on reads) are tested against a
 misbehaving server (tests/controller/kube/test_kube_faults.py). A ``timeout`` of a
 write is the hardest case: the server applied it, the answer was lost.
+
+With the AWS provider (``provider: aws``), cloud faults act one layer further out, on
+the EC2 API calls themselves (``Ec2Faults``): the AWS provider's own handling of EC2's
+errors is what is tested, not a wrapper's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import random
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.cloudprovider.types import CloudProvider, CloudProviderError
@@ -51,6 +57,18 @@ CLOUD_MESSAGES = {
     "failed": "InternalError: An internal error has occurred (injected fault)",
 }
 READS = ("get", "list")
+# EC2's answer to a call a cloud fault fails: HTTP status, error code, message.
+EC2_ERRORS = {
+    "throttled": (503, "RequestLimitExceeded", "Request limit exceeded."),
+    "failed": (500, "InternalError", "An internal error has occurred."),
+}
+# The EC2 operation behind each call of the provider port a fault can name.
+EC2_OPERATIONS = {
+    "create": "CreateFleet",
+    "delete": "TerminateInstances",
+    "get": "DescribeInstances",
+    "list": "DescribeInstances",
+}
 
 
 class Faults:
@@ -60,11 +78,27 @@ class Faults:
         rng = random.Random(seed)
         self.kube = FaultyKube(kube, rng)
         self.cloud = FaultyCloud(lambda: cloud.provider, rng)
+        ec2 = cloud.controller_ec2
+        self.ec2 = Ec2Faults(ec2, rng) if ec2 is not None else None
         self._sim_cloud = cloud
+
+    @contextlib.contextmanager
+    def controller_running(self) -> Iterator[None]:
+        """What runs inside is the controller's work (its EC2 calls may fail)."""
+        if self.ec2 is None:
+            yield
+            return
+        self.ec2.controller_running = True
+        try:
+            yield
+        finally:
+            self.ec2.controller_running = False
 
     def inject(self, step: FaultStep, kubelet: Kubelet) -> None:
         if step.kube is not None:
             self.kube.faults.arm(step.kube)
+        elif step.cloud is not None and self.ec2 is not None:
+            self.ec2.arm(step.cloud)
         elif step.cloud is not None:
             self.cloud.faults.arm(step.cloud)
         elif step.watch is not None:
@@ -262,3 +296,42 @@ class FaultyCloud:
 
     def list(self) -> Any:
         return self._call("list", lambda p: p.list())
+
+
+class Ec2Faults:
+    """Cloud faults of the AWS provider, on its EC2 API calls: a botocore ``before-call``
+    hook on the controller's EC2 client answers a call a fault fails with EC2's error
+    (``EC2_ERRORS``) instead of sending it, so EC2 (moto) never applies it and botocore
+    raises the ClientError AWS's answer would give. Only the controller's calls count
+    and fail (``controller_running``, set by the engine while it reconciles): the
+    emulated world reads EC2 through the same client. A fault with no ``calls`` fails
+    any EC2 operation of the controller (CreateLaunchTemplate, DescribeSubnets, ...)."""
+
+    def __init__(self, ec2: Any, rng: random.Random) -> None:
+        self.faults = CallFaults(rng)
+        self.controller_running = False
+        self.calls = 0  # the controller's EC2 calls so far
+        ec2.meta.events.register_first("before-call.ec2", self._answer)
+
+    def arm(self, fault: CallFault) -> None:
+        operations = frozenset(EC2_OPERATIONS[call] for call in fault.calls)
+        self.faults.arm(dataclasses.replace(fault, calls=operations))
+
+    def _answer(self, model: Any, **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if not self.controller_running:
+            return None
+        self.calls += 1
+        error = self.faults.take(model.name)
+        if error is None:
+            return None
+        status, code, message = EC2_ERRORS[error]
+        return _HttpError(status), {
+            "Error": {"Code": code, "Message": f"{message} (injected fault)"},
+            "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}},
+        }
+
+
+@dataclass(frozen=True)
+class _HttpError:
+    status_code: int
+    headers: dict[str, str] = field(default_factory=dict)

@@ -65,6 +65,9 @@ RETIREMENT_NOTICE_SECONDS = 14 * 24 * 3600.0  # EC2 retires instances about two 
 _server_lock = threading.Lock()
 _server: Any = None  # one embedded moto per process, shared by every simulation in it
 _bus_ids = itertools.count(1)
+# Buses of finished simulations, by region, for the next ones: setting one up takes a
+# score of calls, reusing it one (the property suite runs thousands of simulations).
+_idle_buses: dict[str, list[InterruptionBus]] = {}
 
 
 def embedded_aws_endpoint() -> str:
@@ -159,6 +162,7 @@ class InterruptionBus:
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
         )
         endpoint_url = endpoint_url or embedded_aws_endpoint()
+        self.region = region
         self.sqs = session.client("sqs", endpoint_url=endpoint_url)
         self.events = session.client("events", endpoint_url=endpoint_url)
         self.name = f"joiner-sim-{next(_bus_ids)}"
@@ -179,6 +183,44 @@ class InterruptionBus:
                 Rule=rule, EventBusName=self.name, Targets=[{"Id": "queue", "Arn": queue_arn}]
             )
         self.queue = SQSQueue(self.sqs, self.queue_url)
+
+    @classmethod
+    def take(cls, region: str) -> InterruptionBus:
+        """An idle bus of this process (its queue empty), or a new one. An idle bus may
+        be gone: an embedded AWS cloud that closes resets the whole moto."""
+        with _server_lock:
+            idle = _idle_buses.get(region, [])
+            bus = idle.pop() if idle else None
+        if bus is not None and bus._exists():
+            return bus
+        return cls(region)
+
+    def _exists(self) -> bool:
+        try:
+            self.events.describe_event_bus(Name=self.name)
+            self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])
+        except ClientError:
+            return False
+        return True
+
+    def give_back(self) -> None:
+        """For the next simulation of this process, if its queue holds no message (none
+        visible nor in flight, so nothing can reach the next one); else removed."""
+        try:
+            counts = self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                ],
+            )["Attributes"]
+        except ClientError:  # gone with the embedded AWS
+            return
+        if any(int(count) for count in counts.values()):
+            self.close()
+            return
+        with _server_lock:
+            _idle_buses.setdefault(self.region, []).append(self)
 
     def publish(self, entries: list[dict[str, Any]]) -> None:
         for start in range(0, len(entries), MAX_ENTRIES_PER_PUT):
@@ -218,7 +260,7 @@ class Interruptions:
         self, region: str, kube: KubeAPI, clock: Clock, reclaim: Callable[[str], None]
     ) -> None:
         self.region, self.kube, self.clock, self.reclaim = region, kube, clock, reclaim
-        self.bus = InterruptionBus(region)
+        self.bus = InterruptionBus.take(region)
         self.feed = interruption.InterruptionFeed(
             self.bus.queue,
             InlineReceiver(self.bus.queue),
@@ -256,7 +298,7 @@ class Interruptions:
         wake()
 
     def close(self) -> None:
-        self.bus.close()
+        self.bus.give_back()
 
     def _targets(self, step: InterruptStep) -> list[Target]:
         return [

@@ -166,13 +166,27 @@ class Observer:
         """Pending reasons now come from the fresh operator; the restart is an event."""
         self.operator = operator
         self.totals.restarts += 1
+        self._operator_event("Restarted", "operator restarted: every in-memory structure dropped")
+
+    def leader_lost(self, loss: str) -> None:
+        """The leading replica crashed (a fresh one replaces it) or paused."""
+        what = "crashed, a fresh replica takes its place" if loss == "crash" else "paused"
+        reason = "LeaderCrashed" if loss == "crash" else "LeaderPaused"
+        self._operator_event(reason, f"the leading controller replica {what}")
+
+    def leader_elected(self, operator: Operator, identity: str) -> None:
+        """Another replica took the Lease: pending reasons now come from it."""
+        self.operator = operator
+        self._operator_event("LeaderElected", f"replica {identity} took the Lease")
+
+    def _operator_event(self, reason: str, message: str) -> None:
         self.events.append(
             EventRecord(
                 time=self.elapsed(),
                 kind="Operator",
                 name="joiner",
-                reason="Restarted",
-                message="operator restarted: every in-memory structure dropped",
+                reason=reason,
+                message=message,
             )
         )
 

@@ -245,16 +245,37 @@ class CapacityStep(Step):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RestartStep(Step):
-    """Drop the operator and start a fresh one against the same objects and cloud: at
-    once (no option), ``at`` seconds after this step, every ``every`` seconds from here
-    to the end of the run, or right after the operator's ``after_reconciles``-th
-    reconcile counted from this step (between two reconciles, wherever that falls)."""
+class ControllerLossStep(Step):
+    """A loss of the controller: at once (no option), ``at`` seconds after this step,
+    every ``every`` seconds from here to the end of the run, or right after the
+    controller's ``after_reconciles``-th reconcile counted from this step (between two
+    reconciles, wherever that falls)."""
 
-    action: ClassVar[str] = "restart"
     at: float | None = None
     every: float | None = None
     after_reconciles: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartStep(ControllerLossStep):
+    """Drop the operator and start a fresh one against the same objects and cloud."""
+
+    action: ClassVar[str] = "restart"
+
+
+LEADER_LOSSES = ("crash", "pause")
+DEFAULT_PAUSE = 30.0  # twice the Lease duration: the other replica takes over
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderStep(ControllerLossStep):
+    """From this step on the controller runs as two replicas with leader election; the
+    leader is lost: it ``crash``es (a fresh replica takes its place) or it ``pause``s
+    for ``pause_for`` seconds and then resumes."""
+
+    action: ClassVar[str] = "leader"
+    loss: str = "crash"
+    pause_for: float = DEFAULT_PAUSE
 
 
 @dataclass(frozen=True)
@@ -1047,6 +1068,24 @@ def _call_fault(
 def _restart(raw: Any, where: str, context: _StepContext) -> Step:
     entry = _mapping(raw, where)
     _keys(entry, where, RESTART_OPTIONS)
+    return RestartStep(**_loss_timing(entry, where), **context.common())
+
+
+def _leader(raw: Any, where: str, context: _StepContext) -> Step:
+    entry = _mapping(raw, where)
+    _keys(entry, where, ("loss", "for", *RESTART_OPTIONS))
+    loss = _choice(entry.get("loss", "crash"), f"{where}.loss", LEADER_LOSSES)
+    if "for" in entry and loss != "pause":
+        raise ScenarioError(f"{where}.for: only a pause lasts a while (loss: pause)")
+    pause_for = _duration(entry["for"], f"{where}.for") if "for" in entry else DEFAULT_PAUSE
+    timing = {k: v for k, v in entry.items() if k in RESTART_OPTIONS}
+    return LeaderStep(
+        loss=loss, pause_for=pause_for, **_loss_timing(timing, where), **context.common()
+    )
+
+
+def _loss_timing(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    """When a restart or a leader loss happens: at most one of RESTART_OPTIONS."""
     if len(entry) > 1:
         raise ScenarioError(f"{where}: give at most one of {', '.join(RESTART_OPTIONS)}")
     at = _duration(entry["at"], f"{where}.at") if "at" in entry else None
@@ -1054,7 +1093,7 @@ def _restart(raw: Any, where: str, context: _StepContext) -> Step:
     after = None
     if "afterReconciles" in entry:
         after = _count(entry["afterReconciles"], f"{where}.afterReconciles", minimum=1)
-    return RestartStep(at=at, every=every, after_reconciles=after, **context.common())
+    return {"at": at, "every": every, "after_reconciles": after}
 
 
 # --- expect ------------------------------------------------------------------------
@@ -1223,6 +1262,7 @@ _STEP_PARSERS: dict[str, _StepParser] = {
     "unhealthy": _unhealthy,
     "capacity": _capacity,
     "restart": _restart,
+    "leader": _leader,
     "fault": _fault,
     "expect": _expect,
 }

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 from joiner import testing
+from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.conditions import get_condition
@@ -37,6 +38,13 @@ VOLUNTARY = ("Empty", "Underutilized", "Drifted")
 LIVENESS = ("LaunchFailed", "LaunchTimeout", "RegistrationTimeout", "ReadyTimeout")
 CPUS = {"small": 2, "large": 8}
 FINAL_SETTLE = "30m"
+SPOT_SHARE = 4  # about one workload in this many has a spot interruption
+# The first spot node (by name) gets the two-minute warning, then EC2 reclaims it.
+SPOT_INTERRUPTION = {
+    "nodeSelector": {"karpenter.sh/capacity-type": "spot"},
+    "count": 1,
+    "kind": "spot-interruption",
+}
 
 CATALOGUE = [
     testing.scenario_instance_type(
@@ -90,10 +98,16 @@ def workloads(draw: st.DrawFn) -> Workload:
     if draw(st.booleans()):
         objects.append(testing.pod_disruption_budget("app0", max_unavailable=1))
     steps: list[dict[str, Any]] = []
-    for stage in stages:
+    # A spot interruption after one of the stages, in a share of the workloads (each
+    # run of them pays for the embedded EventBridge and SQS).
+    spot = draw(st.integers(1, SPOT_SHARE)) == 1
+    interrupted = draw(st.integers(0, len(stages) - 1)) if spot else None
+    for number, stage in enumerate(stages):
         for i, replicas in enumerate(stage):
             steps.append({"scale": {"kind": "Deployment", "name": f"app{i}", "replicas": replicas}})
         steps.append({"advance": draw(st.sampled_from(["20s", "45s", "90s", "3m"]))})
+        if number == interrupted:
+            steps += [{"interrupt": SPOT_INTERRUPTION}, {"advance": "1m"}]
     if draw(st.booleans()):  # drift: the pool's template changes, its nodes are replaced
         drifted = testing.nodepool(disruption=disruption, limits=limits, labels={"rev": "2"})
         steps += [{"apply": [drifted]}, {"advance": "2m"}]
@@ -105,12 +119,14 @@ def workloads(draw: st.DrawFn) -> Workload:
 # --- fault points ---------------------------------------------------------------------------
 
 KUBE_ERRORS = ("409", "429", "500", "timeout")
+LEADER_LOSSES = ("crash", "pause")
 
 
 def fault_points(reconciles: int, kube_calls: int, cloud_calls: int, count: int) -> list[dict]:
     """``count`` fault steps spread over the baseline's work (fewer only when the run
     has fewer points than that): each kubelet and watch fault once, then restarts after
-    the k-th reconcile (a quarter), the k-th cloud call failing (an eighth), and the
+    the k-th reconcile (a quarter), the leader of two replicas crashing or pausing after
+    the k-th reconcile (an eighth), the k-th cloud call failing (an eighth), and the
     k-th API call failing (the rest, each error in turn), k stepping evenly over the
     run."""
     points: list[dict] = [
@@ -120,6 +136,10 @@ def fault_points(reconciles: int, kube_calls: int, cloud_calls: int, count: int)
         {"fault": {"watch": {"kind": "NodeClaim", "error": "drop"}}},
     ]
     points += [{"restart": {"afterReconciles": k}} for k in _spread(1, reconciles, count // 4)]
+    points += [  # two replicas: the leader crashes or pauses, in turn
+        {"leader": {"loss": LEADER_LOSSES[i % 2], "afterReconciles": k}}
+        for i, k in enumerate(_spread(1, reconciles, count // 8))
+    ]
     cloud_errors = ("throttled", "failed")
     points += [
         {"fault": {"cloud": {"error": cloud_errors[i % 2], "after": k}}}
@@ -160,10 +180,11 @@ def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
     sim.after_instant = checker.at_instant
     cloud_calls = _count_cloud_calls(sim)
     result = sim.run()
+    checker.at_end()
     outcome = Outcome(
         result,
         checker.violations,
-        sim.restarts.total(sim.operator.manager.reconcile_count),
+        sim.replicas.reconciles(),
         sim.faults.kube.calls,
         cloud_calls(),
     )
@@ -203,6 +224,21 @@ class Invariants:
         pod_deletes = self.sim.faults.kube.counts[("delete", "Pod")]
         if pod_deletes:
             self._fail(f"the controller deleted {pod_deletes} pods (not by eviction)")
+
+    def at_end(self) -> None:
+        """No disruption left half done: a node not being deleted carries no disruption
+        taint (a command a restart or a leader change interrupted was resumed or undone)."""
+        tainted = [
+            node["metadata"]["name"]
+            for node in self.sim.kube.list("Node").items
+            if not node["metadata"].get("deletionTimestamp")
+            and any(
+                t.get("key") == wk.DISRUPTED_TAINT_KEY
+                for t in (node.get("spec") or {}).get("taints") or ()
+            )
+        ]
+        if tainted:
+            self._fail(f"nodes left with the disruption taint: {tainted}")
 
     def _orphans(self, now: float, claims: list[dict[str, Any]]) -> None:
         claimed = {(c.get("status") or {}).get("providerID") for c in claims}

@@ -788,7 +788,7 @@ def test_unknown_action(scenario_doc):
     set_step(scenario_doc, 2, {"scal": {"kind": "Deployment", "name": "app", "replicas": 1}})
     assert error_of(scenario_doc) == (
         "spec.steps[2]: unknown action 'scal' (expected one of apply, delete, scale, advance, "
-        "settle, interrupt, unhealthy, capacity, restart, fault, expect)"
+        "settle, interrupt, unhealthy, capacity, restart, leader, fault, expect)"
     )
 
 

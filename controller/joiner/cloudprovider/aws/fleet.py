@@ -53,6 +53,9 @@ class FleetError:
 class FleetResult:
     instance_id: str | None
     errors: list[FleetError] = field(default_factory=list)
+    # What was launched, as CreateFleet answers it (None when nothing was).
+    instance_type: str | None = None
+    zone: str | None = None
 
 
 def fleet_request(
@@ -111,7 +114,11 @@ def create_fleet(
     errors = [_error(e, zones) for e in response.get("Errors", ())]
     for instance in response.get("Instances", ()):
         if instance.get("InstanceIds"):
-            return FleetResult(instance["InstanceIds"][0], errors)
+            override = (instance.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            zone = override.get("AvailabilityZone") or zones.get(override.get("SubnetId", ""))
+            return FleetResult(
+                instance["InstanceIds"][0], errors, instance.get("InstanceType"), zone
+            )
     return FleetResult(None, errors)
 
 

@@ -395,15 +395,40 @@ class AWSCloudProvider:
         capacity_type: str,
         candidates: list[_Candidate],
     ) -> NodeClaim:
-        instance = self.describe_instance(result.instance_id or "")
-        if instance is None:
-            raise CloudProviderError(f"instance {result.instance_id} vanished right after launch")
+        instance = self._fleet_instance(result, candidates)
         by_name = {c.instance_type.name: c.instance_type for c in candidates}
         launched = copy.deepcopy(nodeclaim)
         instance_type = by_name[instance["InstanceType"]]
         zone = instance["Placement"]["AvailabilityZone"]
         self._describe_launch(launched, nodeclass, instance, instance_type, zone, capacity_type)
         return launched
+
+    def _fleet_instance(
+        self, result: FleetResult, candidates: list[_Candidate]
+    ) -> Mapping[str, Any]:
+        """The launched instance as CreateFleet described it, with the AMI its offering
+        was given: no DescribeInstances, which could fail (throttled) after the launch
+        succeeded and make the NodeClaim launch a second instance, as upstream
+        builds it from the fleet's answer. Described only should the answer lack it."""
+        chosen = next(
+            (
+                c
+                for c in candidates
+                if (c.instance_type.name, c.zone) == (result.instance_type, result.zone)
+            ),
+            None,
+        )
+        if chosen is not None:
+            return {
+                "InstanceId": result.instance_id,
+                "InstanceType": chosen.instance_type.name,
+                "Placement": {"AvailabilityZone": chosen.zone},
+                "ImageId": chosen.image_id,
+            }
+        instance = self.describe_instance(result.instance_id or "")
+        if instance is None:
+            raise CloudProviderError(f"instance {result.instance_id} vanished right after launch")
+        return instance
 
     # --- describing instances as NodeClaims -------------------------------------
 

@@ -62,6 +62,20 @@ class Orchestrator(Controller):
         """Taint and mark the candidates, launch the replacements (each naming the
         NodeClaims it replaces, for a restarted process to resume the command)."""
         targets = [Target(c.nodeclaim, c.name) for c in command.candidates]
+        try:
+            flight = self._begin(command, targets)
+        except Exception:
+            # A write failed (or its answer was lost): forget the command but keep what
+            # was written. Unmarked, the candidates are what the next pass's recover()
+            # looks at: it removes their taint, or resumes the command if a
+            # replacement was created. Kept marked, they stayed tainted for good.
+            for target in targets:
+                self.state.marked_for_deletion.difference_update({target.nodeclaim, target.node})
+            raise
+        self._announce(command)
+        self.in_flight.append(flight)
+
+    def _begin(self, command: Command, targets: list[Target]) -> InFlight:
         for candidate in command.candidates:
             self.state.marked_for_deletion.update({candidate.nodeclaim, candidate.name})
             self._taint(candidate.name, add=True)
@@ -76,8 +90,7 @@ class Orchestrator(Controller):
             manifest["metadata"]["annotations"][wk.REPLACES_ANNOTATION] = replaces
             created = self.kube.create(manifest)
             flight.replacements.append(created["metadata"]["name"])
-        self._announce(command)
-        self.in_flight.append(flight)
+        return flight
 
     def reconcile(self, key: str) -> Result:
         remaining = []

@@ -464,3 +464,53 @@ def test_al2_user_data_runs_bootstrap_sh(stand: Stand, env: Env) -> None:
         in bootstrap
     )
     assert "karpenter.sh/nodepool=default" in bootstrap
+
+
+def _throttled(**_: Any) -> tuple[Any, dict[str, Any]]:
+    class Http:
+        status_code = 503
+        headers: dict[str, str] = {}
+
+    return Http(), {
+        "Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."},
+        "ResponseMetadata": {"HTTPStatusCode": 503},
+    }
+
+
+def create_hooked(stand: Stand, env: Env, name: str, event: str, hook: Any) -> NodeClaim:
+    """Launch an m5.large with ``hook`` on the controller's EC2 client for ``event``."""
+    events = env.controller.ec2.meta.events
+    events.register(event, hook)
+    try:
+        return stand.provider.create(claim(name, req(wk.INSTANCE_TYPE, "In", "m5.large")))
+    finally:
+        events.unregister(event, hook)
+
+
+def test_a_launch_is_described_from_createfleet_answer_not_by_describing(
+    stand: Stand, env: Env
+) -> None:
+    """A throttled DescribeInstances right after the launch must not fail the launch:
+    the NodeClaim would launch a second instance."""
+    launched = create_hooked(
+        stand, env, "default-fleet", "before-call.ec2.DescribeInstances", _throttled
+    )
+    described = instance(env, launched)
+    zone = described["Placement"]["AvailabilityZone"]
+    assert launched.status.provider_id == f"aws:///{zone}/{described['InstanceId']}"
+    assert (launched.labels[wk.INSTANCE_TYPE], launched.labels[wk.ZONE]) == ("m5.large", zone)
+    assert launched.status.image_id == described["ImageId"]
+    assert len(stand.fleets.requests) == 1
+
+
+def test_an_answer_that_does_not_say_what_launched_is_described(stand: Stand, env: Env) -> None:
+    def without_overrides(parsed: dict[str, Any], **_: Any) -> None:
+        for entry in parsed.get("Instances", ()):
+            entry.pop("LaunchTemplateAndOverrides", None)
+
+    launched = create_hooked(
+        stand, env, "default-bare", "after-call.ec2.CreateFleet", without_overrides
+    )
+    described = instance(env, launched)
+    assert launched.labels[wk.ZONE] == described["Placement"]["AvailabilityZone"]
+    assert launched.status.image_id == described["ImageId"]

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from botocore.exceptions import ClientError
 from joiner import testing
 from joiner.sim.engine import Simulation
+from joiner.sim.interruption import InterruptionBus
 from joiner.sim.result import SimulationResult
 from joiner.sim.scenario import ScenarioError, load_scenario
 
@@ -223,3 +225,21 @@ def test_the_rebalance_setting_replaces_the_node_in_a_scenario() -> None:
     assert first.disruption_reason == "Interrupted"
     assert reasons(result).count("SpotRebalanceRecommendation") == 1
     assert len([c for c in result.nodeclaims if c.deleted_at is None]) == 2
+
+
+def test_a_simulation_reuses_an_idle_bus_only_when_its_queue_is_empty():
+    """Setting a bus up takes a score of calls: the next simulation of the process
+    takes the last one's, unless a message is left in it (visible or in flight)."""
+    first = InterruptionBus.take("eu-west-3")
+    first.give_back()
+    again = InterruptionBus.take("eu-west-3")
+    assert again is first
+    again.sqs.send_message(QueueUrl=again.queue_url, MessageBody="left over")
+    again.sqs.receive_message(QueueUrl=again.queue_url)  # in flight, not deleted
+    again.give_back()
+    fresh = InterruptionBus.take("eu-west-3")
+    assert fresh is not again and fresh.name != again.name
+    assert fresh.sqs.receive_message(QueueUrl=fresh.queue_url).get("Messages") is None
+    with pytest.raises(ClientError):  # the used one was removed
+        again.sqs.get_queue_attributes(QueueUrl=again.queue_url)
+    fresh.give_back()
