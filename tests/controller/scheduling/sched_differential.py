@@ -91,6 +91,23 @@ def spread_honoring_prefer_no_schedule(document: Document, key: str) -> bool:
     return honors and _prefers_not_on_some_pool(document, pod)
 
 
+def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> bool:
+    """It spreads with DoNotSchedule over pods it selects itself, taints counted as by
+    default (not Honor), and some NodePool has a PreferNoSchedule taint it does not
+    tolerate: Joiner counts every pod placed in the batch; upstream, once it relaxes the
+    pod to tolerate the taint, counts it in a new topology group that starts from the
+    pods bound in the cluster only, missing those it placed earlier in the batch."""
+    pod = _pod(document, key)
+    spec = pod.get("spec") or {}
+    spreads_over_itself = any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("nodeTaintsPolicy") != "Honor"
+        and _selects(c, _labels(pod))
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+    return spreads_over_itself and _prefers_not_on_some_pool(document, pod)
+
+
 def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
     """It has a required pod affinity or anti-affinity on a key other than the hostname,
     and some NodePool has a PreferNoSchedule taint it does not tolerate: Joiner, like
@@ -193,6 +210,7 @@ def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
+    "spread after tolerating PreferNoSchedule": spread_after_tolerating_prefer_no_schedule,
     "pod affinity beyond the hostname, PreferNoSchedule": (
         affinity_beyond_hostname_prefer_no_schedule
     ),
