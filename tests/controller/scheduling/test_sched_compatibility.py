@@ -151,3 +151,12 @@ def test_upstream_spreads_as_joiner_when_the_toleration_is_given(karpenter_oracl
     assert [(len(run.placed), run.nodeclaims) for run in runs] == [(2, 1)] * RUNS
     assert (len(plan.existing), len(plan.nodeclaims)) == (1, 1)
     assert differential.divergences(document, runs, plan) == []
+    assert not any(differential.spread_skewed_after_relaxing(document, run) for run in runs)
+
+
+def test_runs_that_skew_a_relaxed_spread_are_no_cost_baseline(karpenter_oracle: Path) -> None:
+    """Each upstream run puts both pods on the spot node, two against on-demand's none
+    with maxSkew 1: the cost check leaves such runs out, not the whole workload."""
+    document = _read("spread-after-tolerating-prefer-no-schedule.json")
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    assert all(differential.spread_skewed_after_relaxing(document, run) for run in runs)
