@@ -91,6 +91,28 @@ def spread_honoring_prefer_no_schedule(document: Document, key: str) -> bool:
     return honors and _prefers_not_on_some_pool(document, pod)
 
 
+RELAXED_SPREAD = "spread after tolerating PreferNoSchedule"
+
+
+def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> bool:
+    """It spreads with DoNotSchedule over pods it selects itself, taints counted as by
+    default (not Honor), and some NodePool has a PreferNoSchedule taint it does not
+    tolerate: Joiner counts every pod placed in the batch; upstream, once it relaxes the
+    pod to tolerate the taint, counts it in a new topology group that starts from the
+    pods bound in the cluster only, missing those it placed earlier in the batch. The
+    cost check does not skip the workload for it; it skips the runs that show it
+    (``spread_skewed_after_relaxing``)."""
+    pod = _pod(document, key)
+    spec = pod.get("spec") or {}
+    spreads_over_itself = any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("nodeTaintsPolicy") != "Honor"
+        and _selects(c, _labels(pod))
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+    return spreads_over_itself and _prefers_not_on_some_pool(document, pod)
+
+
 def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
     """It has a required pod affinity or anti-affinity on a key other than the hostname,
     and some NodePool has a PreferNoSchedule taint it does not tolerate: Joiner, like
@@ -193,6 +215,7 @@ def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
+    RELAXED_SPREAD: spread_after_tolerating_prefer_no_schedule,
     "pod affinity beyond the hostname, PreferNoSchedule": (
         affinity_beyond_hostname_prefer_no_schedule
     ),
@@ -282,9 +305,12 @@ def _cost(
         if run.placed >= placed
         and broken_preferences(document, run.homes) <= kept
         and not spread_domain_by_chance(document, run, homes)
+        and not spread_skewed_after_relaxing(document, run)
     ]
     differing = {key for run in comparable for key in run.placed - placed}
-    if not comparable or any(explained(document, key) for key in placed | differing):
+    if not comparable or any(
+        explained(document, key) not in (None, RELAXED_SPREAD) for key in placed | differing
+    ):
         return []
     cheapest = min(run.cost for run in comparable)
     found = []
@@ -336,6 +362,27 @@ def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
         and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
         for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
     )
+
+
+def spread_skewed_after_relaxing(document: Document, run: Outcome) -> bool:
+    """Whether the run put a pod that upstream may relax to tolerate a PreferNoSchedule
+    taint (``spread_after_tolerating_prefer_no_schedule``) where one of its DoNotSchedule
+    spreads exceeds maxSkew, counting every pod the run placed: the relaxed pod no longer
+    counted the pods placed before it (docs/compatibility.md). Such a run is no baseline
+    for Joiner's cost; a cheaper run without such a placement still is."""
+    homes = _with_existing_labels(document, run.homes)
+    for pod in document.get("pods") or ():
+        key = pod_key(pod)
+        if key not in run.homes or not spread_after_tolerating_prefer_no_schedule(document, key):
+            continue
+        spreads = (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+        if any(
+            c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+            and _skewed(document, homes, pod, c)
+            for c in spreads
+        ):
+            return True
+    return False
 
 
 # --- preferences a plan breaks --------------------------------------------------------

@@ -47,6 +47,9 @@ CASES = {
     "spread honoring taints, PreferNoSchedule": Case(
         "spread-prefer-no-schedule.json", 3, 3, 1, 3, 3, 3
     ),
+    "spread after tolerating PreferNoSchedule": Case(
+        "spread-after-tolerating-prefer-no-schedule.json", 2, 2, 0, 2, 1, 0
+    ),
     "pod affinity beyond the hostname, PreferNoSchedule": Case(
         "affinity-prefer-no-schedule.json", 0, 0, 0, 3, 1, 1
     ),
@@ -133,3 +136,27 @@ def test_a_run_cheaper_by_its_spread_domain_is_no_cost_baseline(karpenter_oracle
     for run in runs:
         if run.cost < plan.price - 1e-9:
             assert differential.spread_domain_by_chance(document, run, homes)
+
+
+def test_upstream_spreads_as_joiner_when_the_toleration_is_given(karpenter_oracle: Path) -> None:
+    """The cause of "spread after tolerating PreferNoSchedule" is upstream's relaxation:
+    the same pods, tolerating the taint from the start, are spread by upstream as by
+    Joiner (one on the existing spot node, one on an on-demand NodeClaim)."""
+    document = _read("spread-after-tolerating-prefer-no-schedule.json")
+    tolerating = {"operator": "Exists", "effect": "PreferNoSchedule"}
+    for pod in document["pods"]:
+        pod["spec"]["tolerations"] = [tolerating]
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [(len(run.placed), run.nodeclaims) for run in runs] == [(2, 1)] * RUNS
+    assert (len(plan.existing), len(plan.nodeclaims)) == (1, 1)
+    assert differential.divergences(document, runs, plan) == []
+    assert not any(differential.spread_skewed_after_relaxing(document, run) for run in runs)
+
+
+def test_runs_that_skew_a_relaxed_spread_are_no_cost_baseline(karpenter_oracle: Path) -> None:
+    """Each upstream run puts both pods on the spot node, two against on-demand's none
+    with maxSkew 1: the cost check leaves such runs out, not the whole workload."""
+    document = _read("spread-after-tolerating-prefer-no-schedule.json")
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    assert all(differential.spread_skewed_after_relaxing(document, run) for run in runs)
