@@ -28,7 +28,7 @@ from joiner.controllers.interruption.messages import Kind, Message, MessageError
 from joiner.controllers.interruption.queue import MessageQueue, QueueMessage, Receiver
 from joiner.controllers.runtime import Result
 from joiner.events import NORMAL, WARNING
-from joiner.kube.api import Conflict, NotFound
+from joiner.kube.api import ApiError, Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ INTERRUPTED = "Interrupted"  # the DisruptionReason and the disrupted-metric rea
 CORDON_AND_DRAIN = "CordonAndDrain"
 NO_ACTION = "NoAction"
 UNPARSABLE = "unparsable"  # message_type label of bodies that are not envelopes
+RETRY_INTERVAL = 5.0  # seconds before a message whose handling failed is handled again
 
 # Event reason on the NodeClaim, by message kind (as Karpenter names them).
 EVENT_REASONS = {
@@ -93,21 +94,33 @@ class Interruption(Controller):
         self.receiver, self.queue = receiver, queue
         self.options = options or InterruptionOptions()
         self.handled = 0  # messages taken off the queue so far
+        # Messages whose handling an API server failure broke: not deleted from the
+        # queue, and handled again after RETRY_INTERVAL, as Karpenter leaves them for the
+        # queue to deliver again. Deleted, the interruption was lost for good.
+        self.unhandled: list[QueueMessage] = []
 
     def reconcile(self, key: str) -> Result:
-        messages = self.receiver.take()
-        if messages:
-            claims = self.claims_by_instance()
-            if self.options.workers > 1 and len(messages) > 1:
-                with ThreadPoolExecutor(min(self.options.workers, len(messages))) as pool:
-                    list(pool.map(lambda m: self._handle_safely(m, claims), messages))
-            else:
-                for message in messages:
-                    self._handle_safely(message, claims)
-            self.queue.delete(messages)
-            self.handled += len(messages)
+        retried, self.unhandled = self.unhandled, []
+        received = self.receiver.take()
+        messages = retried + received
+        if not messages:
+            return Result(requeue_after=self.options.poll_interval)
+        claims = self.claims_by_instance()
+        if self.options.workers > 1 and len(messages) > 1:
+            with ThreadPoolExecutor(min(self.options.workers, len(messages))) as pool:
+                done = list(pool.map(lambda m: self._handle_safely(m, claims), messages))
+        else:
+            done = [self._handle_safely(message, claims) for message in messages]
+        finished = [m for m, ok in zip(messages, done, strict=True) if ok]
+        self.unhandled = [m for m, ok in zip(messages, done, strict=True) if not ok]
+        if finished:
+            self.queue.delete(finished)
+        self.handled += len(finished)
+        if received:
             return Result(requeue_after=0.0)  # more may be waiting
-        return Result(requeue_after=self.options.poll_interval)
+        return Result(
+            requeue_after=RETRY_INTERVAL if self.unhandled else self.options.poll_interval
+        )
 
     def claims_by_instance(self) -> dict[str, str]:
         """Instance id -> NodeClaim name, from the cluster state (read on the loop's thread,
@@ -119,17 +132,23 @@ class Interruption(Controller):
                 index[instance_id] = claim.name
         return index
 
-    def _handle_safely(self, queued: QueueMessage, claims: Mapping[str, str]) -> None:
+    def _handle_safely(self, queued: QueueMessage, claims: Mapping[str, str]) -> bool:
+        """False when the message must be handled again: an API call of its handling
+        failed. Any other failure is the message's own, and it would fail again."""
         try:
             message = parse(queued.body)
         except MessageError as err:
             log.warning("unparsable interruption message %s: %s", queued.message_id, err)
             self.metrics.interruption_messages.labels(UNPARSABLE).inc()
-            return
+            return True
         try:
             self.handle(message, claims)
+        except ApiError:  # the API server failed: the message is still to act on
+            log.exception("interruption message %s not handled; retried", queued.message_id)
+            return False
         except Exception:  # one bad message must not keep the others from their deletion
             log.exception("interruption message %s not handled", queued.message_id)
+        return True
 
     def handle(self, message: Message, claims: Mapping[str, str]) -> None:
         self.metrics.interruption_messages.labels(message.kind.value).inc()
