@@ -103,7 +103,7 @@ class Disruption:
         return self.pending is not None or self.orchestrator.busy
 
     def reconcile(self, key: str) -> Result:
-        if not self.state.synced or self.orchestrator.busy or self._terminating():
+        if not self.state.synced or self.orchestrator.busy:
             return Result(requeue_after=PASS_INTERVAL)
         if self.orchestrator.recover():
             self.enqueue_orchestration(ORCHESTRATION_KEY)
@@ -121,14 +121,6 @@ class Disruption:
                 self.pending = Pending(command, method, self.clock.now() + VALIDATION_DELAY)
                 return Result(requeue_after=VALIDATION_DELAY)
         return Result(requeue_after=PASS_INTERVAL)
-
-    def _terminating(self) -> bool:
-        """A managed node is being terminated: its evicted pods are gone until their
-        owners recreate them, so a simulation now would size replacements without them
-        (a restarted process's first pass can fall at that very instant). Karpenter
-        likewise decides only on a synced state that accounts for the pods of deleting
-        nodes; the pass waits until the termination is over."""
-        return any(sn.deleting for sn in self.state.managed_nodes())
 
     def _new_pass(self) -> None:
         """Forget what one pass may cache: instance types, offerings, budgets."""
