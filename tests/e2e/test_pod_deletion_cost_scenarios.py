@@ -13,6 +13,7 @@ import yaml
 from joiner import testing
 from joiner.api import labels as wk
 from joiner.controllers.deletioncost import DISRUPTING
+from joiner.controllers.disruption.candidates import build_candidates
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
 from joiner.sim.scenario import load_scenario
@@ -119,3 +120,18 @@ def test_a_node_being_disrupted_gets_the_least_cost() -> None:
     operator.state.marked_for_deletion.add(name)
     assert isinstance(operator.deletion_cost, PodDeletionCost)
     assert operator.deletion_cost.costs()[name] == DISRUPTING
+
+
+def test_consolidation_does_not_read_back_the_ranks_joiner_wrote() -> None:
+    """With the gate the annotation is Joiner's own rank, not a user's word: consolidation
+    weighs each pod as if it were absent (as upstream's, which then reads only
+    karpenter.sh/disruption-cost) [PDC-6]. Read back, a node being disrupted would weigh
+    -10 a pod and the ranks would reorder the very candidates they were ranked from."""
+    simulation, _ = _run(_scenario(True, [{"advance": "3m"}]))
+    assert {int(next(iter(v))) for v in _costs(simulation).values()} == {-3, -2, -1}
+    state = simulation.operator.state
+    candidates, _ = build_candidates(state, {}, simulation.clock.now())
+    # two pods each, launched together: the same cost, so the order is by name
+    assert len(candidates) == 3
+    assert len({c.disruption_cost for c in candidates}) == 1
+    assert [c.name for c in candidates] == sorted(c.name for c in candidates)

@@ -151,6 +151,9 @@ EC2NODECLASS_HASH = "karpenter.k8s.aws/ec2nodeclass-hash"
 EC2NODECLASS_HASH_VERSION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+# A pod's cost of eviction as the user sets it for consolidation (int32), read before
+# POD_DELETION_COST, which Joiner writes itself under gate PodDeletionCostManagement.
+DISRUPTION_COST = "karpenter.sh/disruption-cost"
 
 # On a disruption's replacement NodeClaim: the NodeClaims it replaces, comma-separated,
 # so that a restarted controller resumes the command instead of launching another.

@@ -164,7 +164,8 @@ class StaticCapacity(Controller):
                 return (1, 0, 0.0, claim.name)
             state_node = self.state.state_node(node)
             remaining = lifetime_remaining(state_node, now) if state_node is not None else 1.0
-            cost = sum(eviction_cost(p) for p in pods) * remaining
+            managed = self.state.deletion_cost_managed
+            cost = sum(eviction_cost(p, deletion_cost_managed=managed) for p in pods) * remaining
             return (3 if protected else 2, -priority, cost, claim.name)
 
         return sorted(claims, key=rank)

@@ -98,8 +98,12 @@ def _reindex(index: dict[str, list[str]], key: str, before: str | None, after: s
 
 
 class ClusterState:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, deletion_cost_managed: bool = False) -> None:
         self.clock = clock
+        # Whether this controller writes controller.kubernetes.io/pod-deletion-cost itself
+        # (gate PodDeletionCostManagement): the annotation is then its own ranking, not a
+        # user's word, and consolidation does not read it [PDC-6].
+        self.deletion_cost_managed = deletion_cost_managed
         self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in WATCHED_KINDS}
         self.nodeclaims: dict[str, NodeClaim] = {}
         self.nodepools: dict[str, NodePool] = {}

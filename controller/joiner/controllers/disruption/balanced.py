@@ -55,15 +55,23 @@ def is_rejection(why: str) -> bool:
     return why.startswith(_SCORE_PREFIX)
 
 
-def node_disruption(pods: Iterable[dict[str, Any]]) -> float:
+def node_disruption(pods: Iterable[dict[str, Any]], *, deletion_cost_managed: bool) -> float:
     """1 for the node plus each pod's eviction cost, negatives counting as 0."""
-    return NODE_BASELINE + sum(max(0.0, eviction_cost(pod)) for pod in pods)
+    costs = (eviction_cost(pod, deletion_cost_managed=deletion_cost_managed) for pod in pods)
+    return NODE_BASELINE + sum(max(0.0, cost) for cost in costs)
 
 
-def score(candidates: Sequence[Candidate], replacement_price: float, totals: PoolTotals) -> Score:
+def score(
+    candidates: Sequence[Candidate],
+    replacement_price: float,
+    totals: PoolTotals,
+    *,
+    deletion_cost_managed: bool,
+) -> Score:
     """The move's score against its pool's totals; 0 when it saves nothing."""
     savings = sum(c.price for c in candidates) - replacement_price
-    disruption = sum(node_disruption(c.pods) for c in candidates)
+    managed = deletion_cost_managed
+    disruption = sum(node_disruption(c.pods, deletion_cost_managed=managed) for c in candidates)
     savings_fraction = savings / totals.cost if totals.cost > 0 else 0.0
     disruption_fraction = disruption / totals.disruption if totals.disruption > 0 else 1.0
     if savings_fraction <= 0:
@@ -71,8 +79,8 @@ def score(candidates: Sequence[Candidate], replacement_price: float, totals: Poo
     return Score(savings_fraction / disruption_fraction, savings_fraction, disruption_fraction)
 
 
-def best_case(candidate: Candidate, totals: PoolTotals) -> Score:
+def best_case(candidate: Candidate, totals: PoolTotals, *, deletion_cost_managed: bool) -> Score:
     """The score of deleting the candidate outright, the best any single-node move of it
     can do (a replacement saves less): below the threshold, no move of it is worth a
     simulation, as upstream's candidate filter has it."""
-    return score([candidate], 0.0, totals)
+    return score([candidate], 0.0, totals, deletion_cost_managed=deletion_cost_managed)

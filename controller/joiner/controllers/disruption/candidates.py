@@ -7,6 +7,7 @@ an active pod within its duration), and whose pods no PDB stops from leaving.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from joiner.state.cluster import ClusterState
 from joiner.state.node import StateNode
 
 EVICTION_COST_CLAMP = 10.0
+INT32_PATTERN = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass
@@ -49,16 +51,33 @@ class Candidate:
         return claim is not None and claim.condition_true(nc.DRIFTED)
 
 
-def eviction_cost(pod: dict[str, Any]) -> float:
-    """1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to [-10, 10]."""
+def eviction_cost(pod: dict[str, Any], *, deletion_cost_managed: bool) -> float:
+    """1 + the pod's cost / 2^27 + priority / 2^25, clamped to [-10, 10], as upstream's.
+    The cost is ``karpenter.sh/disruption-cost`` (an int32; a malformed one counts as 0);
+    without it, ``controller.kubernetes.io/pod-deletion-cost``, unless Joiner writes that
+    annotation itself (``deletion_cost_managed``): its own ranks would otherwise steer the
+    order they were ranked by [PDC-6]."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    try:
-        deletion_cost = float(annotations.get(wk.POD_DELETION_COST, 0))
-    except ValueError:
-        deletion_cost = 0.0
+    if wk.DISRUPTION_COST in annotations:
+        cost = _int32(annotations[wk.DISRUPTION_COST])
+    elif not deletion_cost_managed:
+        try:
+            cost = float(annotations.get(wk.POD_DELETION_COST, 0))
+        except ValueError:
+            cost = 0.0
+    else:
+        cost = 0.0
     priority = float((pod.get("spec") or {}).get("priority") or 0)
-    cost = 1.0 + deletion_cost / 2**27 + priority / 2**25
-    return max(-EVICTION_COST_CLAMP, min(EVICTION_COST_CLAMP, cost))
+    total = 1.0 + cost / 2**27 + priority / 2**25
+    return max(-EVICTION_COST_CLAMP, min(EVICTION_COST_CLAMP, total))
+
+
+def _int32(text: str) -> int:
+    """A base-10 int32 as Go's ParseInt reads it (sign allowed, nothing else), else 0."""
+    if not INT32_PATTERN.fullmatch(text):
+        return 0
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else 0
 
 
 def lifetime_remaining(node: StateNode, now: float) -> float:
@@ -148,16 +167,22 @@ def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
     pods = state.pods_on(node_name)
     pdbs = state.objects["PodDisruptionBudget"]
 
+    managed = state.deletion_cost_managed
+
     def compute() -> _PodFacts:
         reschedulable = state.reschedulable_pods([node_name])
         return _PodFacts(
             annotated=_annotated(pods),
             pdb=_blocking_pdb(state, pods),
             reschedulable=reschedulable,
-            eviction_cost=sum(eviction_cost(p) for p in reschedulable),
+            eviction_cost=sum(
+                eviction_cost(p, deletion_cost_managed=managed) for p in reschedulable
+            ),
         )
 
-    return _facts.remember((*pods, *pdbs.values()), compute, key=len(pods), slot=node_name)
+    return _facts.remember(
+        (*pods, *pdbs.values()), compute, key=(len(pods), managed), slot=(node_name, managed)
+    )
 
 
 def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:

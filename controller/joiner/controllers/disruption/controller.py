@@ -250,7 +250,11 @@ class Disruption:
         each of them every pass. A Balanced pool's candidate whose outright delete would
         not be worth it is passed over first, with that score [DISR-10]."""
         if candidate.pool.disruption.consolidation_policy == BALANCED:
-            best = balanced.best_case(candidate, self._pool_totals(candidate.pool.name))
+            best = balanced.best_case(
+                candidate,
+                self._pool_totals(candidate.pool.name),
+                deletion_cost_managed=self.state.deletion_cost_managed,
+            )
             if not best.approved:
                 return best.describe()
         requests = self._requests_of(candidate)
@@ -367,7 +371,12 @@ class Disruption:
             if group[0].pool.disruption.consolidation_policy != BALANCED:
                 continue
             share = sum(c.price for c in group) / total_price if total_price > 0 else 1.0
-            score = balanced.score(group, replacement * share, self._pool_totals(name))
+            score = balanced.score(
+                group,
+                replacement * share,
+                self._pool_totals(name),
+                deletion_cost_managed=self.state.deletion_cost_managed,
+            )
             scores.append((name, score))
             decision = "approved" if score.approved else "rejected"
             self.metrics.consolidation_score.labels(decision, name, BALANCED).observe(score.value)
@@ -396,7 +405,10 @@ class Disruption:
             self._totals[pool_name] = balanced.PoolTotals(
                 cost=sum(prices.get(sn.name, 0.0) for sn in nodes),
                 disruption=sum(
-                    balanced.node_disruption(self.state.reschedulable_pods([sn.name]))
+                    balanced.node_disruption(
+                        self.state.reschedulable_pods([sn.name]),
+                        deletion_cost_managed=self.state.deletion_cost_managed,
+                    )
                     for sn in nodes
                 ),
             )

@@ -35,7 +35,7 @@ def _candidate(price: float, pods: list[dict[str, Any]]) -> Candidate:
 def test_the_designs_examples(
     price: float, pods: int, replacement: float, value: float, approved: bool
 ) -> None:
-    result = score([_candidate(price, _pods(pods))], replacement, POOL)
+    result = score([_candidate(price, _pods(pods))], replacement, POOL, deletion_cost_managed=False)
     assert result.value == pytest.approx(value)
     assert result.approved is approved
 
@@ -43,9 +43,18 @@ def test_the_designs_examples(
 def test_costly_pods_weigh_more_and_negative_costs_count_as_nothing() -> None:
     expensive = _pods(1, **{wk.POD_DELETION_COST: "2147483647"})  # clamped to 10
     cheap = _pods(1, **{wk.POD_DELETION_COST: "-2147483647"})  # clamped to -10 -> 0
-    assert node_disruption(expensive) == 11.0
-    assert node_disruption(cheap) == 1.0
-    assert node_disruption([]) == 1.0
+    assert node_disruption(expensive, deletion_cost_managed=False) == 11.0
+    assert node_disruption(cheap, deletion_cost_managed=False) == 1.0
+    assert node_disruption([], deletion_cost_managed=False) == 1.0
+
+
+def test_with_the_gate_the_annotation_joiner_writes_weighs_nothing() -> None:
+    """Under PodDeletionCostManagement the pod-deletion-cost on a pod is Joiner's own rank;
+    the score reads karpenter.sh/disruption-cost instead [PDC-6]."""
+    ranked = _pods(1, **{wk.POD_DELETION_COST: "2147483647"})
+    steered = _pods(1, **{wk.DISRUPTION_COST: "2147483647"})
+    assert node_disruption(ranked, deletion_cost_managed=True) == 2.0
+    assert node_disruption(steered, deletion_cost_managed=True) == 11.0
 
 
 def test_the_description_names_the_score_and_the_threshold() -> None:

@@ -118,12 +118,45 @@ def test_eviction_cost_follows_deletion_cost_and_priority_and_is_clamped():
         spec = {} if priority is None else {"priority": priority}
         return {"metadata": {"annotations": annotations}, "spec": spec}
 
-    assert eviction_cost(pod()) == 1.0
-    assert eviction_cost(pod(deletion_cost=str(2**27))) == 2.0
-    assert eviction_cost(pod(priority=2**25)) == 2.0
-    assert eviction_cost(pod(priority=2_000_000_000)) == 10.0
-    assert eviction_cost(pod(deletion_cost=str(-(2**31)))) == -10.0
-    assert eviction_cost(pod(deletion_cost="not-a-number")) == 1.0
+    def cost(p: dict) -> float:
+        return eviction_cost(p, deletion_cost_managed=False)
+
+    assert cost(pod()) == 1.0
+    assert cost(pod(deletion_cost=str(2**27))) == 2.0
+    assert cost(pod(priority=2**25)) == 2.0
+    assert cost(pod(priority=2_000_000_000)) == 10.0
+    assert cost(pod(deletion_cost=str(-(2**31)))) == -10.0
+    assert cost(pod(deletion_cost="not-a-number")) == 1.0
+
+
+def _annotated_pod(**annotations: str) -> dict:
+    return {"metadata": {"annotations": annotations}, "spec": {}}
+
+
+def test_eviction_cost_reads_disruption_cost_first_then_pod_deletion_cost():
+    """As upstream's EvictionCost: karpenter.sh/disruption-cost (an int32) wins; a malformed
+    one counts as nothing and does not fall back to pod-deletion-cost."""
+    both = _annotated_pod(**{wk.DISRUPTION_COST: str(2**27), wk.POD_DELETION_COST: str(-(2**27))})
+    assert eviction_cost(both, deletion_cost_managed=False) == 2.0
+    for malformed in ("1.5", " 100 ", "0xff", "", str(2**31)):
+        pod = _annotated_pod(**{wk.DISRUPTION_COST: malformed, wk.POD_DELETION_COST: str(2**27)})
+        assert eviction_cost(pod, deletion_cost_managed=False) == 1.0, malformed
+    assert (
+        eviction_cost(
+            _annotated_pod(**{wk.DISRUPTION_COST: "-134217728"}), deletion_cost_managed=False
+        )
+        == 0.0
+    )
+
+
+def test_with_the_gate_eviction_cost_ignores_the_pod_deletion_cost_joiner_writes():
+    """Under PodDeletionCostManagement the annotation is Joiner's own rank [PDC-6]: read
+    back, a node being disrupted (-2147483648) would weigh -10 a pod and reorder
+    consolidation by the ranks it wrote."""
+    ranked = _annotated_pod(**{wk.POD_DELETION_COST: str(-(2**31))})
+    assert eviction_cost(ranked, deletion_cost_managed=True) == 1.0
+    steered = _annotated_pod(**{wk.DISRUPTION_COST: str(2**27)})
+    assert eviction_cost(steered, deletion_cost_managed=True) == 2.0
 
 
 def test_do_not_disrupt_true_duration_and_garbage():
