@@ -26,6 +26,7 @@ def _scenario(
     steps: list[dict[str, Any]],
     extra: tuple[dict, ...] = (),
     budget: str = "100%",
+    consolidate_after: str = "0s",
 ) -> dict:
     """Three 4-CPU nodes, two web pods of 1500m on each (six replicas)."""
     return testing.on_demand_pool_scenario(
@@ -33,7 +34,7 @@ def _scenario(
         [testing.scenario_instance_type("m-4x16", "4", "16Gi", {"zone-a/on-demand": 0.192})],
         {
             "consolidationPolicy": "WhenEmptyOrUnderutilized",
-            "consolidateAfter": "0s",
+            "consolidateAfter": consolidate_after,
             "budgets": [{"nodes": budget}],
         },
         [
@@ -135,3 +136,12 @@ def test_consolidation_does_not_read_back_the_ranks_joiner_wrote() -> None:
     assert len(candidates) == 3
     assert len({c.disruption_cost for c in candidates}) == 1
     assert [c.name for c in candidates] == sorted(c.name for c in candidates)
+
+
+def test_a_pool_never_consolidated_has_no_node_ranked() -> None:
+    """consolidateAfter: Never: consolidation will not remove these nodes, so a scale-in
+    is left to the ReplicaSet's own ranking: no annotation (as upstream's)."""
+    simulation, _ = _run(_scenario(True, [{"advance": "3m"}], consolidate_after="Never"))
+    costs = _costs(simulation)
+    assert len(costs) == 3
+    assert all(v == {None} for v in costs.values())

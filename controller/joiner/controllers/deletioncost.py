@@ -8,7 +8,8 @@ As upstream: every pod of a node gets the same value; a node being disrupted (ta
 nodes within their pool's Drifted budget come next, then the other candidates within
 its Underutilized budget in consolidation order (-N for the first, -1 for the last);
 every other node (not initialized, nominated, do-not-disrupt on it or a pod, a PDB that
-allows no eviction, beyond its budget) has the annotation removed. Re-ranked at most once
+allows no eviction, beyond its budget, not drifted in a pool with ``consolidateAfter:
+Never``) has the annotation removed. Re-ranked at most once
 a minute after a change, and at least every five minutes.
 """
 
@@ -66,10 +67,17 @@ class PodDeletionCost:
 
     def _in_budget(self, candidates: list[Candidate], _: Any) -> Iterator[Candidate]:
         """Drifted candidates within their pool's Drifted budget, then the others within its
-        Underutilized budget, each in consolidation order (cheapest to disrupt first)."""
+        Underutilized budget, each in consolidation order (cheapest to disrupt first). A
+        pool with ``consolidateAfter: Never`` is never consolidated: only its drifted nodes
+        will go, so only they are ranked (as upstream's)."""
         drifted = [c for c in candidates if c.drifted]
         yield from self._within(drifted, DRIFTED)
-        yield from self._within([c for c in candidates if not c.drifted], UNDERUTILIZED)
+        consolidated = [
+            c
+            for c in candidates
+            if not c.drifted and c.pool.disruption.consolidate_after_seconds is not None
+        ]
+        yield from self._within(consolidated, UNDERUTILIZED)
 
     def _within(self, candidates: list[Candidate], reason: str) -> Iterator[Candidate]:
         left: dict[str, int] = {}
