@@ -84,7 +84,7 @@ class Controller(pulumi.ComponentResource):
     deployment_name: pulumi.Output[str]
     """Name of the controller Deployment."""
     crd_names: pulumi.Output[list[str]]
-    """Names of the CRDs installed (NodePool, NodeClaim, EC2NodeClass)."""
+    """Names of the CRDs installed (NodePool, NodeClaim, EC2NodeClass, NodeOverlay)."""
 
     def __init__(
         self,
