@@ -17,6 +17,7 @@ def test_the_examples_are_there():
         "balanced.yaml",
         "gpu.yaml",
         "limits.yaml",
+        "min-values.yaml",
         "node-overlay.yaml",
         "node-repair.yaml",
         "pod-deletion-cost.yaml",
