@@ -530,12 +530,17 @@ def assess(
 
 
 def run(
-    provider: str, shape: DayShape, policy: str = POLICIES[0], deletion_cost: bool = False
+    provider: str,
+    shape: DayShape,
+    policy: str = POLICIES[0],
+    deletion_cost: bool = False,
+    seed: int = 0,
 ) -> tuple[Simulation, SimulationResult, float, float]:
     """The day through the public loader, as a user's file would go; wall and CPU seconds
     of the simulation itself (building the cloud included). On a shared machine the CPU
     time says what the wall time would be on an idle one. ``deletion_cost`` turns the
-    PodDeletionCostManagement gate on."""
+    PodDeletionCostManagement gate on; ``seed`` is the simulation's (generated names, so
+    the order of ties: another seed is another equally likely day)."""
     catalogue = load_catalogue()
     gates = "SpotToSpotConsolidation=true" + (
         ",PodDeletionCostManagement=true" if deletion_cost else ""
@@ -544,7 +549,7 @@ def run(
     text = yaml.safe_dump(document, sort_keys=False)
     scenario = load_scenario(text)
     started, cpu_started = time.perf_counter(), time.process_time()
-    simulation = Simulation(scenario)
+    simulation = Simulation(scenario, seed=seed)
     result = simulation.run()
     return simulation, result, time.perf_counter() - started, time.process_time() - cpu_started
 
@@ -624,7 +629,9 @@ def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) ->
     return found
 
 
-def benchmark(provider: str, policy: str = POLICIES[0], deletion_cost: bool = False) -> int:
+def benchmark(
+    provider: str, policy: str = POLICIES[0], deletion_cost: bool = False, seed: int = 0
+) -> int:
     quick = quick_mode()
     shape = QUICK_DAY if quick else FULL_DAY
     print(
@@ -633,9 +640,10 @@ def benchmark(provider: str, policy: str = POLICIES[0], deletion_cost: bool = Fa
         f"{shape.change_minutes} min, consolidationPolicy {policy}"
         f"{' (quick mode: speed not judged)' if quick else ''}"
         f"{'; PodDeletionCostManagement on' if deletion_cost else ''}"
+        f"{f'; seed {seed}' if seed else ''}"
     )
     try:
-        simulation, result, wall, cpu = run(provider, shape, policy, deletion_cost)
+        simulation, result, wall, cpu = run(provider, shape, policy, deletion_cost, seed)
     except ScenarioError as error:
         if provider == "aws":
             print(f"provider aws: not available in this build ({error})")
@@ -670,9 +678,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="turn the PodDeletionCostManagement gate on (compare evictions with and without)",
     )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the simulation's seed (default 0): the order of ties, so another seed is "
+        "another equally likely day; compare settings over several",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(benchmark(provider, args.policy, args.pod_deletion_cost) for provider in providers)
+    return max(
+        benchmark(provider, args.policy, args.pod_deletion_cost, args.seed)
+        for provider in providers
+    )
 
 
 if __name__ == "__main__":
