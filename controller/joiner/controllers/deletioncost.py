@@ -59,11 +59,7 @@ class PodDeletionCost:
 
     def _disrupting(self, sn: StateNode) -> bool:
         tainted = any(t.get("key") == wk.DISRUPTED_TAINT_KEY for t in sn.taints)
-        claim = sn.nodeclaim
-        marked = sn.name in self.state.marked_for_deletion or (
-            claim is not None and claim.name in self.state.marked_for_deletion
-        )
-        return tainted or marked or sn.deleting
+        return tainted or self.state.leaving(sn)
 
     def _in_budget(self, candidates: list[Candidate], _: Any) -> Iterator[Candidate]:
         """Drifted candidates within their pool's Drifted budget, then the others within its

@@ -316,6 +316,13 @@ class ClusterState:
         usage[res.NODES] = count * 1000
         return usage
 
+    def leaving(self, sn: StateNode) -> bool:
+        """The node is going away: being deleted, or marked for deletion (by its own name or
+        its NodeClaim's) by a disruption command."""
+        marked = self.marked_for_deletion
+        claim_marked = sn.nodeclaim is not None and sn.nodeclaim.name in marked
+        return sn.deleting or sn.name in marked or claim_marked
+
     def reschedulable_pods(self, node_names: Iterable[str]) -> list[dict[str, Any]]:
         """Pods that must find a new home if these nodes go: not daemonset, mirror,
         terminal or already terminating pods."""

@@ -232,6 +232,23 @@ def test_snapshot_leaves_out_deleting_marked_and_excluded_nodes(state: ClusterSt
     assert "marked" not in state.marked_for_deletion
 
 
+def test_a_node_is_leaving_when_deleted_or_marked_by_either_name(state: ClusterState) -> None:
+    """Being deleted (its NodeClaim or its Node), or marked for deletion by the NodeClaim's
+    name or the Node's: the one test every disruption view uses."""
+    for name in ("stays", "claim-deleting", "node-deleting", "claim-marked", "node-marked"):
+        claim = nodeclaim(name, f"aws:///a/{name}")
+        joined = node(f"node-{name}", f"aws:///a/{name}")
+        if name == "claim-deleting":
+            claim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        if name == "node-deleting":
+            joined["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        state.apply("ADDED", claim)
+        state.apply("ADDED", joined)
+    state.marked_for_deletion.update({"claim-marked", "node-node-marked"})
+    leaving = {sn.nodeclaim.name for sn in state.state_nodes() if state.leaving(sn)}
+    assert leaving == {"claim-deleting", "node-deleting", "claim-marked", "node-marked"}
+
+
 def test_nodepool_usage_counts_capacity_and_nodes(state: ClusterState) -> None:
     state.apply("ADDED", nodeclaim("c1", "aws:///a/1", capacity={"cpu": "2", "memory": "4Gi"}))
     state.apply("ADDED", nodeclaim("c2", "aws:///a/2", capacity={"cpu": "4", "memory": "8Gi"}))

@@ -221,12 +221,9 @@ def build_candidates(
 def _eligible(state: ClusterState, node: StateNode) -> bool:
     """Initialized, not being deleted or disrupted, not nominated for pending pods, and
     its pool still exists."""
-    claim_marked = node.nodeclaim is not None and node.nodeclaim.name in state.marked_for_deletion
     return (
         node.initialized
-        and not node.deleting
-        and node.name not in state.marked_for_deletion
-        and not claim_marked
+        and not state.leaving(node)
         and not state.recently_nominated(node.name)
         and node.nodepool in state.nodepools
     )

@@ -28,7 +28,7 @@ from joiner.controllers.static import active_claims, node_room, pool_claims, tem
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.identity import IdentityCache
 from joiner.metrics import Metrics
-from joiner.scheduling.model import Plan, Unplaceable, VolumeCatalog
+from joiner.scheduling.model import Plan, Pod, Unplaceable, VolumeCatalog, pod_key
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
 from joiner.scheduling.solver import solve
@@ -291,10 +291,8 @@ class Disruption:
         basis = self._simulation_basis()
         if self._room_basis != basis:
             room: dict[str, res.ResourceList] = {}
-            marked = self.state.marked_for_deletion
             for sn in self.state.state_nodes():
-                claimed = sn.nodeclaim is not None and sn.nodeclaim.name in marked
-                if sn.deleting or not sn.initialized or sn.name in marked or claimed:
+                if self.state.leaving(sn) or not sn.initialized:
                     continue
                 room[sn.name] = self.state.memo(
                     ("disruption.free", sn.name), lambda sn=sn: self._unrequested(sn)
@@ -464,24 +462,41 @@ class Disruption:
         )
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
-        """Where the candidates' pods would go without them. A pod that would go to a
-        node still starting makes the plan unplaceable for now, as in Karpenter: that
-        room may be what the node was launched for (a replacement a restarted process
-        no longer remembers, pods nominated to it), and a second node for the same pods
-        would be a double launch; once the node is initialized the pass tries again."""
-        pods = [p for c in candidates for p in c.pods]
+        """Where the candidates' pods would go without them, with the pods of the nodes
+        going away (see _displaced_pods). A candidate's pod that would go to a node still
+        starting makes the plan unplaceable for now, as in Karpenter: that room may be
+        what the node was launched for (a replacement a restarted process no longer
+        remembers, pods nominated to it), and a second node for the same pods would be a
+        double launch; once the node is initialized the pass tries again. A displaced pod
+        may go there: that node may well be its own replacement."""
+        displaced = self._displaced_pods()
+        pods = [p for c in candidates for p in c.pods] + displaced
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
         snapshot = self.state.snapshot(exclude=exclude)
         pools = self.provisioner.ready_nodepools()
         types = {pool.name: self._instance_types(pool.name) for pool in pools}
         plan = solve(pods, pools, types, snapshot)
         starting = {n.name for n in snapshot.nodes if not n.initialized}
+        moving = {pod_key(p) for p in displaced}
         for pod, node in plan.existing.items():
-            if node in starting:
+            if node in starting and pod not in moving:
                 plan.unplaceable[pod] = Unplaceable(
                     pod, STARTING_NODE, f"would schedule on {node}, which is not initialized yet"
                 )
         return plan
+
+    def _displaced_pods(self) -> list[Pod]:
+        """The reschedulable pods of the nodes being deleted or marked for deletion, as
+        Karpenter's disruption simulations add them: they need a home too, so the room
+        they will take is not the candidates'. (A process restarted in the middle of a
+        drain would otherwise size a replacement as if that room were free.)"""
+        marks = frozenset(self.state.marked_for_deletion)
+        return self.state.memo(
+            ("disruption.displaced", marks),
+            lambda: self.state.reschedulable_pods(
+                sn.name for sn in self.state.state_nodes() if self.state.leaving(sn)
+            ),
+        )
 
     def _instance_types(self, pool_name: str) -> Sequence[InstanceType]:
         if pool_name not in self._types:
