@@ -5,8 +5,10 @@ group, placed together: groups without topology constraints, host ports or
 volumes are packed in bulk (how many fit is one vectorised division over the
 candidate types); the others one pod at a time. Each pod tries existing nodes
 (initialized first), then the NodeClaims opened in this solve (fewest pods
-first), then a new NodeClaim from the highest-weight pool that can take it. A
-group that cannot be fully placed is relaxed one preference at a time; pods
+first), then a new NodeClaim from the highest-weight pool that can take it; pods of
+a constrained group that would turn an open NodeClaim into a dearer type go to the
+new NodeClaim the group opens anyway, when that costs less. A group that cannot be
+fully placed is relaxed one preference at a time; pods
 still unplaced are retried while other pods keep being placed. Last, NodeClaims
 holding only unconstrained pods are repacked when that is cheaper (``repack``).
 Pure: no I/O, no clock.
@@ -229,6 +231,24 @@ class _Fit:
     signature: str = ""
     idx: np.ndarray | None = None
     counts: np.ndarray | None = None
+
+
+class _Share:
+    """Pods of one group an open NodeClaim would take, and what they add to its price."""
+
+    __slots__ = ("_rise", "draft", "fit", "members")
+
+    def __init__(self, draft: Draft, fit: _Fit, members: list[int], rise: Any) -> None:
+        self.draft = draft
+        self.fit = fit
+        self.members = members
+        self._rise = rise  # ``_price_rise`` of the claim, None until needed
+
+    def rise(self) -> float:
+        """How much the claim's price goes up when it takes the members."""
+        if self._rise is None:
+            self._rise = _price_rise(self.draft, self.fit)
+        return float(self._rise(len(self.members)))
 
 
 class _Solver:
@@ -458,15 +478,36 @@ class _Solver:
         if constraints.topology or group.ports or group.volumes.usage:
             return self._place_each(group, constraints, members)
         remaining = self._fill_nodes(group, constraints, members)
-        remaining = self._fill_drafts(group, constraints, remaining)
+        shares, remaining = self._fill_drafts(group, constraints, remaining)
+        # Shares that raise their claim's price wait: if the group needs a new claim
+        # anyway, it may hold their pods too for less (``_cheaper_together``). Not for
+        # free pods: the NodeClaims holding only those are packed again at the end.
+        movable = remaining and not _is_free(group)
+        rising = [s for s in shares if s.rise() > 1e-9] if movable else []
+        for share in shares:
+            if share not in rising:
+                self._commit(share.draft, group, constraints, share.fit, share.members)
         while remaining:
-            made = self._new_draft(group, constraints, len(remaining))
+            waiting = sum(len(s.members) for s in rising)
+            made = self._new_draft(group, constraints, len(remaining) + waiting)
             if isinstance(made, Rejection):
+                self._commit_shares(group, constraints, rising)
                 return remaining, made
             draft, fit = made
+            if rising and _cheaper_together(draft, fit, rising, len(remaining)):
+                remaining = sorted([*remaining, *(m for s in rising for m in s.members)])
+                rising = []
+            self._commit_shares(group, constraints, rising)
+            rising = []
             self._commit(draft, group, constraints, fit, remaining[: fit.count])
             remaining = remaining[fit.count :]
         return [], None
+
+    def _commit_shares(
+        self, group: _Group, constraints: PodConstraints, shares: Sequence[_Share]
+    ) -> None:
+        for share in shares:
+            self._commit(share.draft, group, constraints, share.fit, share.members)
 
     def _fill_nodes(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -483,11 +524,12 @@ class _Solver:
 
     def _fill_drafts(
         self, group: _Group, constraints: PodConstraints, members: list[int]
-    ) -> list[int]:
+    ) -> tuple[list[_Share], list[int]]:
         """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
         group at once; among claims with as few pods, the one whose price the pod raises
         least (over what the group's pods already there raised it), then the older claim.
-        A claim is checked only when it is among the emptiest left."""
+        A claim is checked only when it is among the emptiest left. Returns what each
+        claim would take (not committed yet) and the pods no claim has room for."""
         # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
         # the least rise there is (0), so it is checked before a claim known to rise
         heap: list[tuple[int, float, int, int]] = [
@@ -514,9 +556,11 @@ class _Solver:
             placed += 1
             if room > 1:
                 heapq.heappush(heap, (pods + 1, _next_rise(rises[i], len(taken[i])), i, room - 1))
-        for i in sorted(taken):
-            self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
-        return members[placed:]
+        shares = [
+            _Share(self.drafts[i], fits[i], taken[i], rises.get(i) if not alone else None)
+            for i in sorted(taken)
+        ]
+        return shares, members[placed:]
 
     def _place_each(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -1124,6 +1168,21 @@ def _next_rise(rise: Any, taken: int) -> float:
     """What one more pod of the group adds to a claim's price when it already took
     ``taken`` (>= 1) of them, by ``rise`` from ``_price_rise``."""
     return float(rise(taken + 1) - rise(taken))
+
+
+def _cheaper_together(draft: Draft, fit: _Fit, rising: Sequence[_Share], opening: int) -> bool:
+    """Whether a new NodeClaim (``fit``) that ``opening`` pods of the group need anyway
+    holds the pods of the ``rising`` shares too for less than those shares raise their
+    claims' prices. Each pod alone goes to the emptiest claim with room, as upstream's
+    does; whole groups are placed at once, so the pods that would turn a claim into a
+    dearer type can join the new claim instead when that is cheaper."""
+    together = opening + sum(len(s.members) for s in rising)
+    if fit.count < together:
+        return False
+    assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
+    prices = draft.pool.type_prices(fit.requirements, fit.signature)[fit.idx]
+    apart = float(prices[fit.counts >= opening].min()) + sum(s.rise() for s in rising)
+    return float(prices[fit.counts >= together].min()) < apart - 1e-9
 
 
 def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:

@@ -38,6 +38,23 @@ EXPECTED = {
         [(None, ("t3", "t4"), 2)],
         0.8295,
     ),
+    # four pods selecting test-zone-1 (1.5 CPU, 6Gi) need a new t2 (4.236/h) anyway; it
+    # holds all four, where the first would have turned a t3 claim (3.318/h) into a t2
+    "zonal-group-on-its-own-nodeclaim.json": (
+        [(None, ("t3",), 5), (None, ("t3", "t2"), 4), ("test-zone-1", ("t2",), 4)],
+        10.8719,
+    ),
+    # its shrunk form: the two pods selecting test-zone-1 open a t3 (3.318/h) of their
+    # own, where the first would have turned app0-2's t3 claim into a t2 (4.236/h)
+    "zonal-group-on-its-own-nodeclaim-shrunk.json": (
+        [
+            (None, ("t3",), 3),
+            (None, ("t3", "t2"), 2),
+            (None, ("t3",), 2),
+            ("test-zone-1", ("t3", "t2"), 2),
+        ],
+        13.2719,
+    ),
 }
 
 
