@@ -304,7 +304,7 @@ def _cost(
         for run in runs
         if run.placed >= placed
         and broken_preferences(document, run.homes) <= kept
-        and not spread_domain_by_chance(document, run, homes)
+        and not spread_domain_by_chance(document, run, plan)
         and not spread_skewed_after_relaxing(document, run)
     ]
     differing = {key for run in comparable for key in run.placed - placed}
@@ -330,13 +330,18 @@ def _cost(
     return found
 
 
-def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> bool:
+def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> bool:
     """Whether the run put a pod with a DoNotSchedule spread over zones or capacity types
-    in another domain than Joiner did, on a NodeClaim it shares with pods Joiner placed
-    apart from it. Among equally counted domains upstream picks at random, Joiner the
-    cheapest for the pod at hand; a later pod that can only use some other domain may
-    then share upstream's NodeClaim, which is cheaper by chance (docs/compatibility.md,
-    "spread domains by price"). Such a run is no baseline for Joiner's cost."""
+    in another domain than Joiner did, on a NodeClaim that either it shares with pods
+    Joiner placed apart from it, or holds every pod of Joiner's NodeClaim for that pod
+    and costs less. Among equally counted domains upstream picks at random, Joiner the
+    cheapest for the pods at hand; a later pod that can only use some other domain may
+    then share upstream's NodeClaim, and pods that join the NodeClaim later may make
+    another domain the cheaper one for it: upstream's pick is then cheaper by chance
+    (docs/compatibility.md, "Spread domains by price"). Such a run is no baseline for
+    Joiner's cost."""
+    homes = plan_homes(plan)
+    ours_by_host = {claim.hostname: claim for claim in plan.nodeclaims}
     spreads = {pod_key(p) for p in document.get("pods") or () if _spreads_over_domains(p)}
     for claim in run.claims:
         members = set(claim.get("pods") or ())
@@ -351,7 +356,13 @@ def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> b
             apart = any(
                 homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
             )
-            if moved and apart:
+            mine = ours_by_host.get(ours[wk.HOSTNAME])
+            same_or_cheaper = (
+                mine is not None
+                and members >= set(mine.pods)
+                and float(claim["cheapest"]["price"]) <= mine.price + 1e-9
+            )
+            if moved and (apart or same_or_cheaper):
                 return True
     return False
 
@@ -408,7 +419,9 @@ def plan_homes(plan: Plan) -> dict[str, Mapping[str, str]]:
 
 def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]:
     """(pod, preference) for every ScheduleAnyway spread and preferred pod (anti-)affinity
-    the placement does not keep, judged on the domains it is known to use."""
+    the placement does not keep, and every required node-affinity term before the first
+    its node may meet (Karpenter tries the ORed terms in order and moves to the next
+    only when a term fails), judged on the labels and domains it is known to have."""
     homes = _with_existing_labels(document, homes)
     broken = set()
     for pod in document.get("pods") or ():
@@ -416,6 +429,8 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
         if key not in homes:
             continue
         spec = pod.get("spec") or {}
+        for i in range(_first_term_kept(spec, homes[key])):
+            broken.add((key, f"node affinity term {i}"))
         for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
             if c.get("whenUnsatisfiable") == "ScheduleAnyway" and _skewed(document, homes, pod, c):
                 broken.add((key, f"spread {i}"))
@@ -429,6 +444,15 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
                 if not _keeps_affinity(document, homes, pod, term, kind == "podAffinity"):
                     broken.add((key, f"{kind} {i}"))
     return broken
+
+
+def _first_term_kept(spec: Mapping[str, Any], labels: Mapping[str, str]) -> int:
+    """The first required node-affinity term no known label of the node contradicts."""
+    terms = _required_terms(spec)
+    for index, term in enumerate(terms):
+        if all(_matches(e, labels[e["key"]]) for e in term if e["key"] in labels):
+            return index
+    return 0
 
 
 def _with_existing_labels(document: Document, homes: Homes) -> dict[str, Mapping[str, str]]:
