@@ -5,10 +5,8 @@ group, placed together: groups without topology constraints, host ports or
 volumes are packed in bulk (how many fit is one vectorised division over the
 candidate types); the others one pod at a time. Each pod tries existing nodes
 (initialized first), then the NodeClaims opened in this solve (fewest pods
-first), then a new NodeClaim from the highest-weight pool that can take it; pods of
-a constrained group that would turn an open NodeClaim into a dearer type go to the
-new NodeClaim the group opens anyway, when that costs less. A group that cannot be
-fully placed is relaxed one preference at a time; pods
+first), then a new NodeClaim from the highest-weight pool that can take it. A
+group that cannot be fully placed is relaxed one preference at a time; pods
 still unplaced are retried while other pods keep being placed. Last, NodeClaims
 holding only unconstrained pods are repacked when that is cheaper (``repack``).
 Pure: no I/O, no clock.
@@ -231,24 +229,6 @@ class _Fit:
     signature: str = ""
     idx: np.ndarray | None = None
     counts: np.ndarray | None = None
-
-
-class _Share:
-    """Pods of one group an open NodeClaim would take, and what they add to its price."""
-
-    __slots__ = ("_rise", "draft", "fit", "members")
-
-    def __init__(self, draft: Draft, fit: _Fit, members: list[int], rise: Any) -> None:
-        self.draft = draft
-        self.fit = fit
-        self.members = members
-        self._rise = rise  # ``_price_rise`` of the claim, None until needed
-
-    def rise(self) -> float:
-        """How much the claim's price goes up when it takes the members."""
-        if self._rise is None:
-            self._rise = _price_rise(self.draft, self.fit)
-        return float(self._rise(len(self.members)))
 
 
 class _Solver:
@@ -478,36 +458,15 @@ class _Solver:
         if constraints.topology or group.ports or group.volumes.usage:
             return self._place_each(group, constraints, members)
         remaining = self._fill_nodes(group, constraints, members)
-        shares, remaining = self._fill_drafts(group, constraints, remaining)
-        # Shares that raise their claim's price wait: if the group needs a new claim
-        # anyway, it may hold their pods too for less (``_cheaper_together``). Not for
-        # free pods: the NodeClaims holding only those are packed again at the end.
-        movable = remaining and not _is_free(group)
-        rising = [s for s in shares if s.rise() > 1e-9] if movable else []
-        for share in shares:
-            if share not in rising:
-                self._commit(share.draft, group, constraints, share.fit, share.members)
+        remaining = self._fill_drafts(group, constraints, remaining)
         while remaining:
-            waiting = sum(len(s.members) for s in rising)
-            made = self._new_draft(group, constraints, len(remaining) + waiting)
+            made = self._new_draft(group, constraints, len(remaining))
             if isinstance(made, Rejection):
-                self._commit_shares(group, constraints, rising)
                 return remaining, made
             draft, fit = made
-            if rising and _cheaper_together(draft, fit, rising, len(remaining)):
-                remaining = sorted([*remaining, *(m for s in rising for m in s.members)])
-                rising = []
-            self._commit_shares(group, constraints, rising)
-            rising = []
             self._commit(draft, group, constraints, fit, remaining[: fit.count])
             remaining = remaining[fit.count :]
         return [], None
-
-    def _commit_shares(
-        self, group: _Group, constraints: PodConstraints, shares: Sequence[_Share]
-    ) -> None:
-        for share in shares:
-            self._commit(share.draft, group, constraints, share.fit, share.members)
 
     def _fill_nodes(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -524,16 +483,17 @@ class _Solver:
 
     def _fill_drafts(
         self, group: _Group, constraints: PodConstraints, members: list[int]
-    ) -> tuple[list[_Share], list[int]]:
+    ) -> list[int]:
         """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
         group at once; among claims with as few pods, the one whose price the pod raises
-        least (over what the group's pods already there raised it), then the older claim.
-        A claim is checked only when it is among the emptiest left. Returns what each
-        claim would take (not committed yet) and the pods no claim has room for."""
-        # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
-        # the least rise there is (0), so it is checked before a claim known to rise
+        least (over what the group's pods already there raised it), then the one with room
+        for the most more of them (the fuller claims keep their last room for the smaller
+        pods that follow), then the older claim. A claim is checked only when it is among
+        the emptiest left."""
+        # heap of (pods, price rise, -room, claim); a claim not checked yet has the least
+        # rise there is (0) and more room than any, so it is checked before any it ties with
         heap: list[tuple[int, float, int, int]] = [
-            (d.count, 0.0, i, -1) for i, d in enumerate(self.drafts)
+            (d.count, 0.0, -_UNCHECKED, i) for i, d in enumerate(self.drafts)
         ]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
@@ -542,25 +502,25 @@ class _Solver:
         placed = 0
         alone = len(self.drafts) == 1  # no other claim to rank it against by price rise
         for member in members:
-            while heap and heap[0][3] == -1:
-                pods, _, i, _ = heapq.heappop(heap)
-                fit = self._check_draft(self.drafts[i], group, constraints, len(members))
+            while heap and heap[0][2] == -_UNCHECKED:
+                pods, _, _, i = heapq.heappop(heap)
+                fit = self._check_draft(self.drafts[i], group, constraints, _UNCHECKED - 1)
                 if isinstance(fit, _Fit):
                     fits[i] = fit
                     rises[i] = _no_rise if alone else _price_rise(self.drafts[i], fit)
-                    heapq.heappush(heap, (pods, rises[i](1), i, fit.count))
+                    heapq.heappush(heap, (pods, rises[i](1), -fit.count, i))
             if not heap:
                 break
-            pods, _, i, room = heapq.heappop(heap)
+            pods, _, less_room, i = heapq.heappop(heap)
+            room = -less_room
             taken.setdefault(i, []).append(member)
             placed += 1
             if room > 1:
-                heapq.heappush(heap, (pods + 1, _next_rise(rises[i], len(taken[i])), i, room - 1))
-        shares = [
-            _Share(self.drafts[i], fits[i], taken[i], rises.get(i) if not alone else None)
-            for i in sorted(taken)
-        ]
-        return shares, members[placed:]
+                rise = _next_rise(rises[i], len(taken[i]))
+                heapq.heappush(heap, (pods + 1, rise, 1 - room, i))
+        for i in sorted(taken):
+            self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
+        return members[placed:]
 
     def _place_each(
         self, group: _Group, constraints: PodConstraints, members: list[int]
@@ -1039,6 +999,7 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+_UNCHECKED = 2**62  # room of a claim not checked yet: more than any claim has
 
 
 def _most_within_min_values(
@@ -1168,21 +1129,6 @@ def _next_rise(rise: Any, taken: int) -> float:
     """What one more pod of the group adds to a claim's price when it already took
     ``taken`` (>= 1) of them, by ``rise`` from ``_price_rise``."""
     return float(rise(taken + 1) - rise(taken))
-
-
-def _cheaper_together(draft: Draft, fit: _Fit, rising: Sequence[_Share], opening: int) -> bool:
-    """Whether a new NodeClaim (``fit``) that ``opening`` pods of the group need anyway
-    holds the pods of the ``rising`` shares too for less than those shares raise their
-    claims' prices. Each pod alone goes to the emptiest claim with room, as upstream's
-    does; whole groups are placed at once, so the pods that would turn a claim into a
-    dearer type can join the new claim instead when that is cheaper."""
-    together = opening + sum(len(s.members) for s in rising)
-    if fit.count < together:
-        return False
-    assert fit.requirements is not None and fit.idx is not None and fit.counts is not None
-    prices = draft.pool.type_prices(fit.requirements, fit.signature)[fit.idx]
-    apart = float(prices[fit.counts >= opening].min()) + sum(s.rise() for s in rising)
-    return float(prices[fit.counts >= together].min()) < apart - 1e-9
 
 
 def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:
