@@ -69,6 +69,12 @@ EXPECTED = {
         ],
         15.2496,
     ),
+    # its shrunk form: one 16-CPU type; the older claim's three 5-CPU pods leave room
+    # for the 100m pod, not for a 500m one as well, so a third t1 is not needed
+    "equally-full-nodeclaims-by-room-shrunk.json": (
+        [(None, ("t1",), 4), (None, ("t1",), 5)],
+        16.9439,
+    ),
 }
 
 
