@@ -271,11 +271,25 @@ def divergences(document: Document, runs: Sequence[Outcome], plan: Plan) -> list
 def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterator[Divergence]:
     always = frozenset.intersection(*(validly_placed(document, run) for run in runs))
     for key in sorted(always & plan.unplaceable.keys()):
-        if explained(document, key) is None:
+        if explained(document, key) is None and not _displaced(document, runs, plan, key):
             why = plan.unplaceable[key]
             yield Divergence(
                 "pending", f"{key} placed by every upstream run, Joiner: {why.message}"
             )
+
+
+def _displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
+    """Whether every upstream run put the pod on an existing node where Joiner's plan
+    puts a pod of a documented difference instead: the room went to that pod, which
+    upstream left pending (a pod drawn to or selected by a pending pod's anti-affinity,
+    say), so the pod is pending by that difference, not by one of its own."""
+    nodes = {run.homes[key][wk.HOSTNAME] for run in runs if key in run.on_nodes}
+    if len(nodes) != 1 or not all(key in run.on_nodes for run in runs):
+        return False
+    return any(
+        node in nodes and explained(document, other) is not None
+        for other, node in plan.existing.items()
+    )
 
 
 def _extra(

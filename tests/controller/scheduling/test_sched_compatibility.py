@@ -80,6 +80,9 @@ BY_CHANCE = {
 }
 CHANCE_RUNS = 8
 
+# A pod left pending only because a pod of a documented difference took its room.
+DISPLACED = "room-taken-by-a-documented-pod.json"
+
 
 def _document(case: Case) -> dict[str, Any]:
     return _read(case.input)
@@ -99,7 +102,7 @@ def _zones(plan: Plan) -> set[str]:
 
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
-    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
+    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE) | {DISPLACED}
     assert inputs == {p.name for p in CASES_DIR.glob("*.json")}
 
 
@@ -112,6 +115,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{case.input}" in titled[name]
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
+    assert f"compatibility/{DISPLACED}" in titled["required anti-affinity beyond the hostname"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -156,6 +160,30 @@ def test_runs_cheaper_by_chance_are_no_cost_baseline(karpenter_oracle: Path, nam
     for run in runs:
         if run.cost < plan.price - 1e-9:
             assert lucky(document, run, plan)
+
+
+def test_a_pod_that_lost_its_room_to_a_documented_pod_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """The node has room for app1-0 (2 CPU) or for app0-0 and app2-0, whose zonal
+    anti-affinity selects app1-0. Upstream keeps app1-0 out while app2-0 is pending;
+    Joiner places it (first by size, as both order pods), so app0-0 finds no room. Only
+    app1-0 and app2-0 are cases of the difference, and app0-0 is not a divergence."""
+    document = _read(DISPLACED)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [sorted(run.on_nodes) for run in runs] == [["default/app0-0", "default/app2-0"]] * RUNS
+    assert (plan.existing, sorted(plan.unplaceable)) == (
+        {"default/app1-0": "node-1"},
+        ["default/app0-0", "default/app2-0"],
+    )
+    anti_affinity = "required anti-affinity beyond the hostname"
+    assert [differential.explained(document, key) for key in sorted(plan.unplaceable)] == [
+        None,
+        anti_affinity,
+    ]
+    assert differential.explained(document, "default/app1-0") == anti_affinity
+    assert differential.divergences(document, runs, plan) == []
 
 
 def gave_up_a_term(document: dict[str, Any], run: oracle.Outcome, plan: Plan) -> bool:
