@@ -307,8 +307,9 @@ def _extra(
 def _cost(
     document: Document, runs: Sequence[Outcome], plan: Plan, placed: set[str]
 ) -> list[Divergence]:
-    """Against the upstream runs that placed every pod Joiner placed and kept every
-    preference Joiner kept (see ``broken_preferences``); not when a pod either side
+    """Against the upstream runs that placed every pod Joiner placed where
+    kube-scheduler would bind it (``validly_placed``) and kept every preference Joiner
+    kept (see ``broken_preferences``); not when a pod either side
     placed is a case of a documented difference (it changes which pods are placed, or
     which domains a spread must use, so the plans are not the same problem)."""
     homes = plan_homes(plan)
@@ -316,7 +317,7 @@ def _cost(
     comparable = [
         run
         for run in runs
-        if run.placed >= placed
+        if validly_placed(document, run) >= placed
         and broken_preferences(document, run.homes) <= kept
         and not spread_domain_by_chance(document, run, plan)
         and not spread_skewed_after_relaxing(document, run)

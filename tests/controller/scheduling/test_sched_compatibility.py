@@ -82,6 +82,8 @@ CHANCE_RUNS = 8
 
 # A pod left pending only because a pod of a documented difference took its room.
 DISPLACED = "room-taken-by-a-documented-pod.json"
+# A pod upstream puts on an existing node that meets neither of its required terms.
+REFUSED = "existing-node-its-terms-refuse.json"
 
 
 def _document(case: Case) -> dict[str, Any]:
@@ -102,7 +104,7 @@ def _zones(plan: Plan) -> set[str]:
 
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
-    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE) | {DISPLACED}
+    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE) | {DISPLACED, REFUSED}
     assert inputs == {p.name for p in CASES_DIR.glob("*.json")}
 
 
@@ -116,6 +118,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
     assert f"compatibility/{DISPLACED}" in titled["required anti-affinity beyond the hostname"]
+    assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -183,6 +186,26 @@ def test_a_pod_that_lost_its_room_to_a_documented_pod_is_no_divergence(
         anti_affinity,
     ]
     assert differential.explained(document, "default/app1-0") == anti_affinity
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_run_that_placed_a_pod_kube_scheduler_refuses_is_no_cost_baseline(
+    karpenter_oracle: Path,
+) -> None:
+    """Upstream folds the preference team DoesNotExist into the first term (team In
+    [a]) and puts the pod on node-1 in test-zone-2, which meets neither term: no cost, but
+    no placement kube-scheduler would bind. Joiner's NodeClaim in test-zone-1 is the
+    plan to compare, and nothing is left to compare it with."""
+    document = _read(REFUSED)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [(sorted(run.on_nodes), run.cost) for run in runs] == [(["default/app2-0"], 0)] * RUNS
+    assert [differential.validly_placed(document, run) for run in runs] == [frozenset()] * RUNS
+    assert (len(plan.nodeclaims), round(plan.price, 4), _zones(plan)) == (
+        1,
+        0.8295,
+        {"test-zone-1"},
+    )
     assert differential.divergences(document, runs, plan) == []
 
 
