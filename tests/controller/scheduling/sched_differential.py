@@ -346,10 +346,10 @@ def _cost(
 
 
 def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> bool:
-    """Whether the run put a pod with a DoNotSchedule spread over zones or capacity types
-    in another domain than Joiner did, on a NodeClaim that either it shares with pods
+    """Whether the run put a pod with a spread over zones or capacity types in another
+    domain than Joiner did, on a NodeClaim that either it shares with pods
     Joiner placed apart from it, or holds every pod of Joiner's NodeClaim for that pod
-    and costs less. Among equally counted domains upstream picks at random, Joiner the
+    and costs no more. Among equally counted domains upstream picks at random, Joiner the
     cheapest for the pods at hand; a later pod that can only use some other domain may
     then share upstream's NodeClaim, and pods that join the NodeClaim later may make
     another domain the cheaper one for it: upstream's pick is then cheaper by chance
@@ -383,9 +383,10 @@ def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> boo
 
 
 def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod spreads over zones or capacity types (a ScheduleAnyway spread
+    picks its domain as a DoNotSchedule one does, as long as it is kept)."""
     return any(
-        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
         for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
     )
 
@@ -433,10 +434,12 @@ def plan_homes(plan: Plan) -> dict[str, Mapping[str, str]]:
 
 
 def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]:
-    """(pod, preference) for every ScheduleAnyway spread and preferred pod (anti-)affinity
-    the placement does not keep, and every required node-affinity term before the first
-    its node may meet (Karpenter tries the ORed terms in order and moves to the next
-    only when a term fails), judged on the labels and domains it is known to have."""
+    """(pod, preference) for every ScheduleAnyway spread, preferred pod (anti-)affinity
+    and preferred node-affinity term the placement does not keep, and every required
+    node-affinity term before the first its node may meet (Karpenter tries the ORed
+    terms in order and moves to the next only when a term fails), judged on the labels
+    and domains it is known to have (all of an existing node's)."""
+    nodes = _existing_node_labels(document)
     homes = _with_existing_labels(document, homes)
     broken = set()
     for pod in document.get("pods") or ():
@@ -444,8 +447,11 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
         if key not in homes:
             continue
         spec = pod.get("spec") or {}
-        for i in range(_first_term_kept(spec, homes[key])):
+        labels = nodes.get(homes[key][wk.HOSTNAME], homes[key])
+        for i in range(_first_term_kept(spec, labels)):
             broken.add((key, f"node affinity term {i}"))
+        for i in _preferred_node_terms_broken(spec, labels, complete=labels is not homes[key]):
+            broken.add((key, f"preferred node affinity {i}"))
         for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
             if c.get("whenUnsatisfiable") == "ScheduleAnyway" and _skewed(document, homes, pod, c):
                 broken.add((key, f"spread {i}"))
@@ -459,6 +465,31 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
                 if not _keeps_affinity(document, homes, pod, term, kind == "podAffinity"):
                     broken.add((key, f"{kind} {i}"))
     return broken
+
+
+def _existing_node_labels(document: Document) -> dict[str, Mapping[str, str]]:
+    """Every label of each existing node, by name."""
+    types = {raw["name"]: instance_type(raw) for raw in document["instanceTypes"]}
+    nodes = [existing_node(raw, types) for raw in document.get("existingNodes") or ()]
+    return {node.name: node.labels for node in nodes}
+
+
+def _preferred_node_terms_broken(
+    spec: Mapping[str, Any], labels: Mapping[str, str], complete: bool
+) -> list[int]:
+    """The preferred node-affinity terms the node's labels contradict: any expression
+    when the labels are all the node's, else only those on a label known."""
+    preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    return [
+        index
+        for index, weighted in enumerate(preferred or ())
+        if any(
+            (complete or e["key"] in labels) and not _matches(e, labels.get(e["key"]))
+            for e in (weighted.get("preference") or {}).get("matchExpressions") or ()
+        )
+    ]
 
 
 def _first_term_kept(spec: Mapping[str, Any], labels: Mapping[str, str]) -> int:

@@ -66,9 +66,10 @@ CASES = {
 # Not pod-level differences: upstream picks among equally good domains at random, and
 # some of its runs are cheaper by chance (docs/compatibility.md, "Other deliberate
 # differences"). Input -> Joiner's NodeClaims and price, and what gave upstream's
-# cheaper runs their luck: a spread domain (``spread_domain_by_chance``) or a required
-# node-affinity term given up after a random pick failed (``gave_up_a_term``).
-SPREAD, TERM = "spread domain", "node-affinity term"
+# cheaper runs their luck: a spread domain (``spread_domain_by_chance``), or a required
+# node-affinity term or a preferred one given up after a random pick failed (``gave_up``,
+# by the names ``broken_preferences`` gives them).
+SPREAD, TERM, PREFERENCE = "spread domain", "node affinity term", "preferred node affinity"
 BY_CHANCE = {
     "spread-domain-by-price.json": (6, 10.7592, SPREAD),
     "spread-domain-tie-at-the-first-nodeclaim.json": (4, 5.0268, SPREAD),
@@ -77,6 +78,8 @@ BY_CHANCE = {
     "node-affinity-term-by-chance.json": (4, 5.4212, TERM),
     "node-affinity-term-by-chance-2.json": (4, 5.8507, TERM),
     "node-affinity-term-by-chance-3.json": (4, 5.4212, TERM),
+    "spread-domain-schedule-anyway.json": (3, 5.0832, SPREAD),
+    "preferred-node-affinity-given-up-by-chance.json": (2, 4.236, PREFERENCE),
 }
 CHANCE_RUNS = 8
 
@@ -159,10 +162,12 @@ def test_runs_cheaper_by_chance_are_no_cost_baseline(karpenter_oracle: Path, nam
     plan = solve_workload(document)
     assert (len(plan.nodeclaims), round(plan.price, 4)) == (nodeclaims, price)
     assert differential.divergences(document, runs, plan) == []
-    lucky = differential.spread_domain_by_chance if cause == SPREAD else gave_up_a_term
     for run in runs:
         if run.cost < plan.price - 1e-9:
-            assert lucky(document, run, plan)
+            if cause == SPREAD:
+                assert differential.spread_domain_by_chance(document, run, plan)
+            else:
+                assert gave_up(document, run, plan, cause)
 
 
 def test_a_pod_that_lost_its_room_to_a_documented_pod_is_no_divergence(
@@ -209,12 +214,13 @@ def test_a_run_that_placed_a_pod_kube_scheduler_refuses_is_no_cost_baseline(
     assert differential.divergences(document, runs, plan) == []
 
 
-def gave_up_a_term(document: dict[str, Any], run: oracle.Outcome, plan: Plan) -> bool:
-    """Whether the run placed some pod by a later required node-affinity term than
-    Joiner's plan did (``broken_preferences`` counts the earlier terms as given up)."""
+def gave_up(document: dict[str, Any], run: oracle.Outcome, plan: Plan, what: str) -> bool:
+    """Whether the run gave up, for some pod, a preference of the kind ``what`` that
+    Joiner's plan keeps (a required node-affinity term counts as given up when the pod
+    was placed by a later one)."""
     ours = differential.broken_preferences(document, differential.plan_homes(plan))
     theirs = differential.broken_preferences(document, run.homes)
-    return any(what.startswith("node affinity term") for _, what in theirs - ours)
+    return any(name.startswith(what) for _, name in theirs - ours)
 
 
 def test_upstream_spreads_as_joiner_when_the_toleration_is_given(karpenter_oracle: Path) -> None:
