@@ -435,11 +435,13 @@ def plan_homes(plan: Plan) -> dict[str, Mapping[str, str]]:
 
 def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]:
     """(pod, preference) for every ScheduleAnyway spread, preferred pod (anti-)affinity
-    and preferred node-affinity term the placement does not keep, and every required
-    node-affinity term before the first its node may meet (Karpenter tries the ORed
-    terms in order and moves to the next only when a term fails), judged on the labels
-    and domains it is known to have (all of an existing node's)."""
+    and preferred node-affinity term the placement does not keep, every required
+    node-affinity term before the first its node may meet, and for a pod on a NodeClaim
+    every NodePool before its own in Karpenter's order (Karpenter tries the ORed terms
+    and the pools in order and moves on only when one fails), judged on the labels and
+    domains it is known to have (all of an existing node's)."""
     nodes = _existing_node_labels(document)
+    ranks = _nodepool_ranks(document)
     homes = _with_existing_labels(document, homes)
     broken = set()
     for pod in document.get("pods") or ():
@@ -450,8 +452,12 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
         labels = nodes.get(homes[key][wk.HOSTNAME], homes[key])
         for i in range(_first_term_kept(spec, labels)):
             broken.add((key, f"node affinity term {i}"))
-        for i in _preferred_node_terms_broken(spec, labels, complete=labels is not homes[key]):
+        complete = labels is not homes[key]
+        for i in _preferred_node_terms_broken(spec, labels, complete):
             broken.add((key, f"preferred node affinity {i}"))
+        if not complete:  # a NodeClaim: its pool was chosen in Karpenter's order
+            for i in range(ranks.get(labels.get(wk.NODEPOOL, ""), 0)):
+                broken.add((key, f"nodepool order {i}"))
         for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
             if c.get("whenUnsatisfiable") == "ScheduleAnyway" and _skewed(document, homes, pod, c):
                 broken.add((key, f"spread {i}"))
@@ -465,6 +471,18 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
                 if not _keeps_affinity(document, homes, pod, term, kind == "podAffinity"):
                     broken.add((key, f"{kind} {i}"))
     return broken
+
+
+def _nodepool_ranks(document: Document) -> dict[str, int]:
+    """Each NodePool's place in Karpenter's order: weight descending, then name
+    descending (``OrderByWeight``)."""
+    pools = [
+        (-int((pool.get("spec") or {}).get("weight") or 0), pool["metadata"]["name"])
+        for pool in document.get("nodePools") or ()
+    ]
+    by_name = sorted(pools, key=lambda p: p[1], reverse=True)
+    ordered = sorted(by_name, key=lambda p: p[0])
+    return {name: rank for rank, (_, name) in enumerate(ordered)}
 
 
 def _existing_node_labels(document: Document) -> dict[str, Mapping[str, str]]:

@@ -67,9 +67,11 @@ CASES = {
 # some of its runs are cheaper by chance (docs/compatibility.md, "Other deliberate
 # differences"). Input -> Joiner's NodeClaims and price, and what gave upstream's
 # cheaper runs their luck: a spread domain (``spread_domain_by_chance``), or a required
-# node-affinity term or a preferred one given up after a random pick failed (``gave_up``,
-# by the names ``broken_preferences`` gives them).
+# node-affinity term, a preferred one or a NodePool earlier in Karpenter's order given
+# up after a random pick failed (``gave_up``, by the names ``broken_preferences`` gives
+# them).
 SPREAD, TERM, PREFERENCE = "spread domain", "node affinity term", "preferred node affinity"
+NODEPOOL = "nodepool order"
 BY_CHANCE = {
     "spread-domain-by-price.json": (6, 10.7592, SPREAD),
     "spread-domain-tie-at-the-first-nodeclaim.json": (4, 5.0268, SPREAD),
@@ -80,6 +82,8 @@ BY_CHANCE = {
     "node-affinity-term-by-chance-3.json": (4, 5.4212, TERM),
     "spread-domain-schedule-anyway.json": (3, 5.0832, SPREAD),
     "preferred-node-affinity-given-up-by-chance.json": (2, 4.236, PREFERENCE),
+    "later-nodepool-by-chance.json": (3, 2.7475, NODEPOOL),
+    "later-nodepool-by-chance-2.json": (11, 36.9772, NODEPOOL),
 }
 CHANCE_RUNS = 8
 
