@@ -271,25 +271,34 @@ def divergences(document: Document, runs: Sequence[Outcome], plan: Plan) -> list
 def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterator[Divergence]:
     always = frozenset.intersection(*(validly_placed(document, run) for run in runs))
     for key in sorted(always & plan.unplaceable.keys()):
-        if explained(document, key) is None and not _displaced(document, runs, plan, key):
+        if explained(document, key) is None and not displaced(document, runs, plan, key):
             why = plan.unplaceable[key]
             yield Divergence(
                 "pending", f"{key} placed by every upstream run, Joiner: {why.message}"
             )
 
 
-def _displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
-    """Whether every upstream run put the pod on an existing node where Joiner's plan
-    puts a pod of a documented difference instead: the room went to that pod, which
-    upstream left pending (a pod drawn to or selected by a pending pod's anti-affinity,
-    say), so the pod is pending by that difference, not by one of its own."""
-    nodes = {run.homes[key][wk.HOSTNAME] for run in runs if key in run.on_nodes}
-    if len(nodes) != 1 or not all(key in run.on_nodes for run in runs):
-        return False
-    return any(
-        node in nodes and explained(document, other) is not None
-        for other, node in plan.existing.items()
-    )
+def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
+    """Whether every upstream run put the pod where Joiner's plan puts, instead, a pod
+    of a documented difference that the run left pending: on the same existing node, or
+    on a NodeClaim of the same NodePool (its room, or the pool's limits, went to that
+    pod). The pod is then pending by that difference, not by one of its own."""
+    documented: dict[str, set[str]] = {}  # node or NodePool -> documented pods there
+    for other, node in plan.existing.items():
+        documented.setdefault(node, set()).add(other)
+    for claim in plan.nodeclaims:
+        documented.setdefault(claim.nodepool, set()).update(claim.pods)
+    for run in runs:
+        home = run.homes.get(key)
+        if home is None:
+            return False
+        place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
+        if not any(
+            other not in run.placed and explained(document, other) is not None
+            for other in documented.get(place or "", ())
+        ):
+            return False
+    return True
 
 
 def _extra(

@@ -87,8 +87,10 @@ BY_CHANCE = {
 }
 CHANCE_RUNS = 8
 
-# A pod left pending only because a pod of a documented difference took its room.
+# Pods left pending only because a pod of a documented difference took their room on an
+# existing node, or their NodePool's limits.
 DISPLACED = "room-taken-by-a-documented-pod.json"
+DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
 # A pod upstream puts on an existing node that meets neither of its required terms.
 REFUSED = "existing-node-its-terms-refuse.json"
 
@@ -111,8 +113,10 @@ def _zones(plan: Plan) -> set[str]:
 
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
-    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE) | {DISPLACED, REFUSED}
-    assert inputs == {p.name for p in CASES_DIR.glob("*.json")}
+    inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
+    assert inputs | {DISPLACED, DISPLACED_IN_POOL, REFUSED} == {
+        p.name for p in CASES_DIR.glob("*.json")
+    }
 
 
 def test_the_page_documents_each_difference_with_its_input() -> None:
@@ -124,7 +128,8 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{case.input}" in titled[name]
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
-    assert f"compatibility/{DISPLACED}" in titled["required anti-affinity beyond the hostname"]
+    for name in (DISPLACED, DISPLACED_IN_POOL):
+        assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
 
 
@@ -195,6 +200,24 @@ def test_a_pod_that_lost_its_room_to_a_documented_pod_is_no_divergence(
         anti_affinity,
     ]
     assert differential.explained(document, "default/app1-0") == anti_affinity
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_pods_that_lost_their_pools_limits_to_a_documented_pod_are_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """np-a's memory limit allows one node. Joiner opens it for app2-0 (its zonal
+    anti-affinity is a documented difference; upstream leaves it pending) with app0-0 and
+    app1-0; upstream fills it with app0-0 and app1-0 to app1-3 instead."""
+    document = _read(DISPLACED_IN_POOL)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    every_run = frozenset.intersection(*(differential.validly_placed(document, r) for r in runs))
+    pending = sorted(every_run & plan.unplaceable.keys())
+    assert pending == ["default/app1-1", "default/app1-2", "default/app1-3"]
+    assert [differential.explained(document, key) for key in pending] == [None] * 3
+    assert all(differential.displaced(document, runs, plan, key) for key in pending)
+    assert differential.explained(document, "default/app2-0") is not None
     assert differential.divergences(document, runs, plan) == []
 
 
