@@ -212,6 +212,32 @@ def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in wanted.items())
 
 
+def daemonset_its_selection_excludes(document: Document, key: str) -> bool:
+    """Its nodeSelector and required node affinity exclude the nodes some DaemonSet
+    selects (the DaemonSet's own selection contradicts it on a key): Joiner counts a
+    DaemonSet only on the NodeClaims it can run on, after the pod's requirements narrow
+    them; upstream counts it by the NodePool's requirements alone, so it may find no type
+    with room where Joiner does."""
+    spec = _pod(document, key).get("spec") or {}
+    pod_terms = [[*_selector(spec), *term] for term in _required_terms(spec) or [[]]]
+    for daemonset in document.get("daemonSets") or ():
+        template = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+        daemon_terms = [[*_selector(template), *term] for term in _required_terms(template) or [[]]]
+        if any(e for t in daemon_terms for e in t) and all(
+            _contradicts([*ours, *theirs]) for ours in pod_terms for theirs in daemon_terms
+        ):
+            return True
+    return False
+
+
+def _selector(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A nodeSelector as In expressions."""
+    return [
+        {"key": k, "operator": "In", "values": [v]}
+        for k, v in (spec.get("nodeSelector") or {}).items()
+    ]
+
+
 DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
@@ -222,6 +248,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "contradictory node selection": contradictory_node_selection,
     "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
+    "daemonsets a pod's node selection excludes": daemonset_its_selection_excludes,
 }
 
 

@@ -60,6 +60,9 @@ CASES = {
     "spread with nodeAffinityPolicy Ignore": Case(
         "spread-node-affinity-ignore.json", 3, 3, 1, 1, 1, 1
     ),
+    "daemonsets a pod's node selection excludes": Case(
+        "daemonsets-the-pod-excludes.json", 0, 0, 0, 1, 1, 0
+    ),
 }
 
 
