@@ -161,9 +161,10 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
 
 def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
     """It has a required pod affinity that selects itself, and every pod the term selects
-    that is already bound runs in a domain its own node selection excludes: kube-scheduler
-    (and Joiner) require it to join those pods, so it cannot run; upstream looks for them
-    only in the pod's own domains, finds none and bootstraps the affinity there."""
+    that is already bound runs in a domain its own node selection (with its first
+    required node-affinity term) excludes: kube-scheduler (and Joiner) require it to join
+    those pods, so it cannot run, or only by a later term; upstream looks for them only
+    in the pod's own domains, finds none and bootstraps the affinity there."""
     pod = _pod(document, key)
     affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}
     for term in affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
@@ -181,15 +182,14 @@ def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
 
 
 def _admits_domain(pod: Mapping[str, Any], key: str, value: str | None) -> bool:
-    """Whether the pod's node selection allows ``value`` for the label ``key``."""
+    """Whether the pod's node selection, with its first required node-affinity term
+    (the one both schedulers try first), allows ``value`` for the label ``key``."""
     spec = pod.get("spec") or {}
     wanted = (spec.get("nodeSelector") or {}).get(key)
     if wanted is not None and wanted != value:
         return False
-    terms = _required_terms(spec)
-    return not terms or any(
-        all(_matches(e, value) for e in term if e["key"] == key) for term in terms
-    )
+    first = (_required_terms(spec) or [[]])[0]
+    return all(_matches(e, value) for e in first if e["key"] == key)
 
 
 def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:

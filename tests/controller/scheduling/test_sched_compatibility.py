@@ -224,6 +224,21 @@ def test_pods_that_lost_their_pools_limits_to_a_documented_pod_are_no_divergence
     assert differential.divergences(document, runs, plan) == []
 
 
+def test_affinity_outside_its_domains_is_judged_by_the_first_term() -> None:
+    """A second term that admits test-zone-1 does not change which domains upstream
+    bootstraps the affinity in: those of the first term."""
+    document = _read("affinity-to-pods-outside-its-domains.json")
+    pod = document["pods"][0]
+    node_affinity = pod["spec"]["affinity"]["nodeAffinity"]
+    terms = node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+    later = {"key": wk.ZONE, "operator": "In", "values": ["test-zone-1"]}
+    terms["nodeSelectorTerms"].append({"matchExpressions": [later]})
+    key = differential.pod_key(pod)
+    assert differential.affinity_to_pods_outside_its_domains(document, key)
+    terms["nodeSelectorTerms"].reverse()
+    assert not differential.affinity_to_pods_outside_its_domains(document, key)
+
+
 def test_a_run_that_placed_a_pod_kube_scheduler_refuses_is_no_cost_baseline(
     karpenter_oracle: Path,
 ) -> None:
