@@ -486,12 +486,14 @@ class _Solver:
     ) -> list[int]:
         """Each pod to the open NodeClaim with the fewest pods that has room, for the whole
         group at once; among claims with as few pods, the one whose price the pod raises
-        least (over what the group's pods already there raised it), then the older claim.
-        A claim is checked only when it is among the emptiest left."""
-        # heap of (pods, price rise, claim, room); a claim not checked yet has room -1 and
-        # the least rise there is (0), so it is checked before a claim known to rise
+        least (over what the group's pods already there raised it), then the one with room
+        for the most more of them (the fuller claims keep their last room for the smaller
+        pods that follow), then the older claim. A claim is checked only when it is among
+        the emptiest left."""
+        # heap of (pods, price rise, -room, claim); a claim not checked yet has the least
+        # rise there is (0) and more room than any, so it is checked before any it ties with
         heap: list[tuple[int, float, int, int]] = [
-            (d.count, 0.0, i, -1) for i, d in enumerate(self.drafts)
+            (d.count, 0.0, -_UNCHECKED, i) for i, d in enumerate(self.drafts)
         ]
         heapq.heapify(heap)
         fits: dict[int, _Fit] = {}
@@ -500,20 +502,22 @@ class _Solver:
         placed = 0
         alone = len(self.drafts) == 1  # no other claim to rank it against by price rise
         for member in members:
-            while heap and heap[0][3] == -1:
-                pods, _, i, _ = heapq.heappop(heap)
-                fit = self._check_draft(self.drafts[i], group, constraints, len(members))
+            while heap and heap[0][2] == -_UNCHECKED:
+                pods, _, _, i = heapq.heappop(heap)
+                fit = self._check_draft(self.drafts[i], group, constraints, _UNCHECKED - 1)
                 if isinstance(fit, _Fit):
                     fits[i] = fit
                     rises[i] = _no_rise if alone else _price_rise(self.drafts[i], fit)
-                    heapq.heappush(heap, (pods, rises[i](1), i, fit.count))
+                    heapq.heappush(heap, (pods, rises[i](1), -fit.count, i))
             if not heap:
                 break
-            pods, _, i, room = heapq.heappop(heap)
+            pods, _, less_room, i = heapq.heappop(heap)
+            room = -less_room
             taken.setdefault(i, []).append(member)
             placed += 1
             if room > 1:
-                heapq.heappush(heap, (pods + 1, _next_rise(rises[i], len(taken[i])), i, room - 1))
+                rise = _next_rise(rises[i], len(taken[i]))
+                heapq.heappush(heap, (pods + 1, rise, 1 - room, i))
         for i in sorted(taken):
             self._commit(self.drafts[i], group, constraints, fits[i], taken[i])
         return members[placed:]
@@ -995,6 +999,7 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+_UNCHECKED = 2**62  # room of a claim not checked yet: more than any claim has
 
 
 def _most_within_min_values(

@@ -161,9 +161,10 @@ def required_anti_affinity_beyond_hostname(document: Document, key: str) -> bool
 
 def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
     """It has a required pod affinity that selects itself, and every pod the term selects
-    that is already bound runs in a domain its own node selection excludes: kube-scheduler
-    (and Joiner) require it to join those pods, so it cannot run; upstream looks for them
-    only in the pod's own domains, finds none and bootstraps the affinity there."""
+    that is already bound runs in a domain its own node selection (with its first
+    required node-affinity term) excludes: kube-scheduler (and Joiner) require it to join
+    those pods, so it cannot run, or only by a later term; upstream looks for them only
+    in the pod's own domains, finds none and bootstraps the affinity there."""
     pod = _pod(document, key)
     affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}
     for term in affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
@@ -181,15 +182,14 @@ def affinity_to_pods_outside_its_domains(document: Document, key: str) -> bool:
 
 
 def _admits_domain(pod: Mapping[str, Any], key: str, value: str | None) -> bool:
-    """Whether the pod's node selection allows ``value`` for the label ``key``."""
+    """Whether the pod's node selection, with its first required node-affinity term
+    (the one both schedulers try first), allows ``value`` for the label ``key``."""
     spec = pod.get("spec") or {}
     wanted = (spec.get("nodeSelector") or {}).get(key)
     if wanted is not None and wanted != value:
         return False
-    terms = _required_terms(spec)
-    return not terms or any(
-        all(_matches(e, value) for e in term if e["key"] == key) for term in terms
-    )
+    first = (_required_terms(spec) or [[]])[0]
+    return all(_matches(e, value) for e in first if e["key"] == key)
 
 
 def _terms(pod: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
@@ -212,6 +212,32 @@ def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in wanted.items())
 
 
+def daemonset_its_selection_excludes(document: Document, key: str) -> bool:
+    """Its nodeSelector and required node affinity exclude the nodes some DaemonSet
+    selects (the DaemonSet's own selection contradicts it on a key): Joiner counts a
+    DaemonSet only on the NodeClaims it can run on, after the pod's requirements narrow
+    them; upstream counts it by the NodePool's requirements alone, so it may find no type
+    with room where Joiner does."""
+    spec = _pod(document, key).get("spec") or {}
+    pod_terms = [[*_selector(spec), *term] for term in _required_terms(spec) or [[]]]
+    for daemonset in document.get("daemonSets") or ():
+        template = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+        daemon_terms = [[*_selector(template), *term] for term in _required_terms(template) or [[]]]
+        if any(e for t in daemon_terms for e in t) and all(
+            _contradicts([*ours, *theirs]) for ours in pod_terms for theirs in daemon_terms
+        ):
+            return True
+    return False
+
+
+def _selector(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A nodeSelector as In expressions."""
+    return [
+        {"key": k, "operator": "In", "values": [v]}
+        for k, v in (spec.get("nodeSelector") or {}).items()
+    ]
+
+
 DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
@@ -222,6 +248,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "contradictory node selection": contradictory_node_selection,
     "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
+    "daemonsets a pod's node selection excludes": daemonset_its_selection_excludes,
 }
 
 
@@ -271,11 +298,34 @@ def divergences(document: Document, runs: Sequence[Outcome], plan: Plan) -> list
 def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterator[Divergence]:
     always = frozenset.intersection(*(validly_placed(document, run) for run in runs))
     for key in sorted(always & plan.unplaceable.keys()):
-        if explained(document, key) is None:
+        if explained(document, key) is None and not displaced(document, runs, plan, key):
             why = plan.unplaceable[key]
             yield Divergence(
                 "pending", f"{key} placed by every upstream run, Joiner: {why.message}"
             )
+
+
+def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
+    """Whether every upstream run put the pod where Joiner's plan puts, instead, a pod
+    of a documented difference that the run left pending: on the same existing node, or
+    on a NodeClaim of the same NodePool (its room, or the pool's limits, went to that
+    pod). The pod is then pending by that difference, not by one of its own."""
+    documented: dict[str, set[str]] = {}  # node or NodePool -> documented pods there
+    for other, node in plan.existing.items():
+        documented.setdefault(node, set()).add(other)
+    for claim in plan.nodeclaims:
+        documented.setdefault(claim.nodepool, set()).update(claim.pods)
+    for run in runs:
+        home = run.homes.get(key)
+        if home is None:
+            return False
+        place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
+        if not any(
+            other not in run.placed and explained(document, other) is not None
+            for other in documented.get(place or "", ())
+        ):
+            return False
+    return True
 
 
 def _extra(
@@ -293,8 +343,9 @@ def _extra(
 def _cost(
     document: Document, runs: Sequence[Outcome], plan: Plan, placed: set[str]
 ) -> list[Divergence]:
-    """Against the upstream runs that placed every pod Joiner placed and kept every
-    preference Joiner kept (see ``broken_preferences``); not when a pod either side
+    """Against the upstream runs that placed every pod Joiner placed where
+    kube-scheduler would bind it (``validly_placed``) and kept every preference Joiner
+    kept (see ``broken_preferences``); not when a pod either side
     placed is a case of a documented difference (it changes which pods are placed, or
     which domains a spread must use, so the plans are not the same problem)."""
     homes = plan_homes(plan)
@@ -302,9 +353,9 @@ def _cost(
     comparable = [
         run
         for run in runs
-        if run.placed >= placed
+        if validly_placed(document, run) >= placed
         and broken_preferences(document, run.homes) <= kept
-        and not spread_domain_by_chance(document, run, homes)
+        and not spread_domain_by_chance(document, run, plan)
         and not spread_skewed_after_relaxing(document, run)
     ]
     differing = {key for run in comparable for key in run.placed - placed}
@@ -330,13 +381,18 @@ def _cost(
     return found
 
 
-def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> bool:
-    """Whether the run put a pod with a DoNotSchedule spread over zones or capacity types
-    in another domain than Joiner did, on a NodeClaim it shares with pods Joiner placed
-    apart from it. Among equally counted domains upstream picks at random, Joiner the
-    cheapest for the pod at hand; a later pod that can only use some other domain may
-    then share upstream's NodeClaim, which is cheaper by chance (docs/compatibility.md,
-    "spread domains by price"). Such a run is no baseline for Joiner's cost."""
+def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> bool:
+    """Whether the run put a pod with a spread over zones or capacity types in another
+    domain than Joiner did, on a NodeClaim that either it shares with pods
+    Joiner placed apart from it, or holds every pod of Joiner's NodeClaim for that pod
+    and costs no more. Among equally counted domains upstream picks at random, Joiner the
+    cheapest for the pods at hand; a later pod that can only use some other domain may
+    then share upstream's NodeClaim, and pods that join the NodeClaim later may make
+    another domain the cheaper one for it: upstream's pick is then cheaper by chance
+    (docs/compatibility.md, "Spread domains by price"). Such a run is no baseline for
+    Joiner's cost."""
+    homes = plan_homes(plan)
+    ours_by_host = {claim.hostname: claim for claim in plan.nodeclaims}
     spreads = {pod_key(p) for p in document.get("pods") or () if _spreads_over_domains(p)}
     for claim in run.claims:
         members = set(claim.get("pods") or ())
@@ -351,15 +407,22 @@ def spread_domain_by_chance(document: Document, run: Outcome, homes: Homes) -> b
             apart = any(
                 homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
             )
-            if moved and apart:
+            mine = ours_by_host.get(ours[wk.HOSTNAME])
+            same_or_cheaper = (
+                mine is not None
+                and members >= set(mine.pods)
+                and float(claim["cheapest"]["price"]) <= mine.price + 1e-9
+            )
+            if moved and (apart or same_or_cheaper):
                 return True
     return False
 
 
 def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod spreads over zones or capacity types (a ScheduleAnyway spread
+    picks its domain as a DoNotSchedule one does, as long as it is kept)."""
     return any(
-        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
         for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
     )
 
@@ -407,8 +470,14 @@ def plan_homes(plan: Plan) -> dict[str, Mapping[str, str]]:
 
 
 def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]:
-    """(pod, preference) for every ScheduleAnyway spread and preferred pod (anti-)affinity
-    the placement does not keep, judged on the domains it is known to use."""
+    """(pod, preference) for every ScheduleAnyway spread, preferred pod (anti-)affinity
+    and preferred node-affinity term the placement does not keep, every required
+    node-affinity term before the first its node may meet, and for a pod on a NodeClaim
+    every NodePool before its own in Karpenter's order (Karpenter tries the ORed terms
+    and the pools in order and moves on only when one fails), judged on the labels and
+    domains it is known to have (all of an existing node's)."""
+    nodes = _existing_node_labels(document)
+    ranks = _nodepool_ranks(document)
     homes = _with_existing_labels(document, homes)
     broken = set()
     for pod in document.get("pods") or ():
@@ -416,6 +485,15 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
         if key not in homes:
             continue
         spec = pod.get("spec") or {}
+        labels = nodes.get(homes[key][wk.HOSTNAME], homes[key])
+        for i in range(_first_term_kept(spec, labels)):
+            broken.add((key, f"node affinity term {i}"))
+        complete = labels is not homes[key]
+        for i in _preferred_node_terms_broken(spec, labels, complete):
+            broken.add((key, f"preferred node affinity {i}"))
+        if not complete:  # a NodeClaim: its pool was chosen in Karpenter's order
+            for i in range(ranks.get(labels.get(wk.NODEPOOL, ""), 0)):
+                broken.add((key, f"nodepool order {i}"))
         for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
             if c.get("whenUnsatisfiable") == "ScheduleAnyway" and _skewed(document, homes, pod, c):
                 broken.add((key, f"spread {i}"))
@@ -429,6 +507,52 @@ def broken_preferences(document: Document, homes: Homes) -> set[tuple[str, str]]
                 if not _keeps_affinity(document, homes, pod, term, kind == "podAffinity"):
                     broken.add((key, f"{kind} {i}"))
     return broken
+
+
+def _nodepool_ranks(document: Document) -> dict[str, int]:
+    """Each NodePool's place in Karpenter's order: weight descending, then name
+    descending (``OrderByWeight``)."""
+    pools = [
+        (-int((pool.get("spec") or {}).get("weight") or 0), pool["metadata"]["name"])
+        for pool in document.get("nodePools") or ()
+    ]
+    by_name = sorted(pools, key=lambda p: p[1], reverse=True)
+    ordered = sorted(by_name, key=lambda p: p[0])
+    return {name: rank for rank, (_, name) in enumerate(ordered)}
+
+
+def _existing_node_labels(document: Document) -> dict[str, Mapping[str, str]]:
+    """Every label of each existing node, by name."""
+    types = {raw["name"]: instance_type(raw) for raw in document["instanceTypes"]}
+    nodes = [existing_node(raw, types) for raw in document.get("existingNodes") or ()]
+    return {node.name: node.labels for node in nodes}
+
+
+def _preferred_node_terms_broken(
+    spec: Mapping[str, Any], labels: Mapping[str, str], complete: bool
+) -> list[int]:
+    """The preferred node-affinity terms the node's labels contradict: any expression
+    when the labels are all the node's, else only those on a label known."""
+    preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    return [
+        index
+        for index, weighted in enumerate(preferred or ())
+        if any(
+            (complete or e["key"] in labels) and not _matches(e, labels.get(e["key"]))
+            for e in (weighted.get("preference") or {}).get("matchExpressions") or ()
+        )
+    ]
+
+
+def _first_term_kept(spec: Mapping[str, Any], labels: Mapping[str, str]) -> int:
+    """The first required node-affinity term no known label of the node contradicts."""
+    terms = _required_terms(spec)
+    for index, term in enumerate(terms):
+        if all(_matches(e, labels[e["key"]]) for e in term if e["key"] in labels):
+            return index
+    return 0
 
 
 def _with_existing_labels(document: Document, homes: Homes) -> dict[str, Mapping[str, str]]:

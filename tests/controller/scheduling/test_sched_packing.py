@@ -295,3 +295,28 @@ def test_limits_that_rule_out_every_type_big_enough_are_named_as_the_reason():
     )
     unlimited = run([pod("big", cpu="3", memory="1Gi")], types=[small, large])
     assert layout(unlimited) == [("eight", ["big"])]
+
+
+def test_among_equally_full_claims_a_pod_goes_where_more_of_its_group_fit():
+    # Both claims hold three pods when b2 comes; the older one (three 5-CPU pods) has room
+    # for one 900m pod, the other for ten. b2 takes the roomier claim, so the older keeps
+    # the last CPU for c0; on it, c1 (kept off c0's node by the spread) would need a
+    # third node.
+    types = [new_instance_type("sixteen", cpu="16", memory="64Gi", pods=110)]
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": wk.HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "c"}},
+    }
+    pods = [pod(f"a{i}", cpu="5") for i in range(4)]
+    pods += [pod(f"b{i}", cpu="900m") for i in range(3)]
+    pods += [
+        pod(f"c{i}", cpu="200m", labels={"app": "c"}, topologySpreadConstraints=[spread])
+        for i in range(2)
+    ]
+    plan = run(pods, types=types)
+    assert layout(plan) == [
+        ("sixteen", ["a0", "a1", "a2", "c0"]),
+        ("sixteen", ["a3", "b0", "b1", "b2", "c1"]),
+    ]

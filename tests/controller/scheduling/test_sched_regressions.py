@@ -38,6 +38,43 @@ EXPECTED = {
         [(None, ("t3", "t4"), 2)],
         0.8295,
     ),
+    # a 2-CPU pod joins whichever of two t3 claims with two pods each has room for more
+    # of it (app0-2 and app3-0: 5 CPU used, against 6): the other keeps room for none of
+    # the four pods selecting test-zone-1, and those fill one t2 of their own
+    "zonal-group-on-its-own-nodeclaim.json": (
+        [(None, ("t3", "t2"), 4), (None, ("t3",), 5), ("test-zone-1", ("t2",), 4)],
+        10.8719,
+    ),
+    # its shrunk form: on the older claim app4-0 left app0-2's claim room for one 6Gi pod,
+    # which turned it into a t2 (4.236/h) instead of a t3 (3.318/h)
+    "zonal-group-on-its-own-nodeclaim-shrunk.json": (
+        [
+            (None, ("t3", "t2"), 2),
+            (None, ("t3", "t2"), 3),
+            (None, ("t3",), 2),
+            ("test-zone-1", ("t3", "t2"), 2),
+        ],
+        13.2719,
+    ),
+    # the third 500m pod goes to the claim with room for more of them, not to the older
+    # one holding three 5-CPU pods: that one keeps its last 0.5 CPU for a 100m pod, which
+    # would otherwise need a t1 (3.3888/h) of its own
+    "equally-full-nodeclaims-by-room.json": (
+        [
+            (None, ("t1",), 4),
+            (None, ("t1",), 5),
+            (None, ("t4", "t1"), 1),
+            (None, ("t4", "t1"), 1),
+            (None, ("t1",), 1),
+        ],
+        15.2496,
+    ),
+    # its shrunk form: one 16-CPU type; the older claim's three 5-CPU pods leave room
+    # for the 100m pod, not for a 500m one as well, so a third t1 is not needed
+    "equally-full-nodeclaims-by-room-shrunk.json": (
+        [(None, ("t1",), 4), (None, ("t1",), 5)],
+        16.9439,
+    ),
 }
 
 
