@@ -14,6 +14,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
@@ -254,7 +255,10 @@ class _Solver:
         live = [n for n in snapshot.nodes if not n.marked_for_deletion]
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
         self.nodes = [self._node_target(n) for n in live]
-        self.topology = Topology(self._domain_sources, live, bool(self.pools))
+        # not a bound method: the topology holding the solver would make a reference
+        # cycle, and the whole solve's objects would wait for the cyclic collector
+        sources = functools.partial(_domain_sources, self.pools, self.nodes)
+        self.topology = Topology(sources, live, bool(self.pools))
         self._record_existing_anti_affinity()
         self.groups = [g for g in self.groups if self._constrain(g)]
         for group in self.groups:
@@ -352,16 +356,6 @@ class _Solver:
                 continue
             total = res.add(total, requests)
         return total
-
-    def _domain_sources(self, key: str) -> dict[str, list[list[dict[str, Any]]]]:
-        sources: dict[str, list[list[dict[str, Any]]]] = {}
-        for pool in self.pools:
-            for domain in pool.domains(key):
-                sources.setdefault(domain, []).append(pool.taints)
-        for target in self.nodes:
-            for domain in target.domains(key):
-                sources.setdefault(domain, []).append(target.node.taints)
-        return sources
 
     def _record_existing_anti_affinity(self) -> None:
         for target in self.nodes:
@@ -995,6 +989,20 @@ class _Solver:
 
 
 _pod_count = operator.attrgetter("count")
+
+
+def _domain_sources(
+    pools: Sequence[PoolCatalog], nodes: Sequence[_Node], key: str
+) -> dict[str, list[list[dict[str, Any]]]]:
+    """Per domain of ``key``: the taints of each pool and node that offers it."""
+    sources: dict[str, list[list[dict[str, Any]]]] = {}
+    for pool in pools:
+        for domain in pool.domains(key):
+            sources.setdefault(domain, []).append(pool.taints)
+    for target in nodes:
+        for domain in target.domains(key):
+            sources.setdefault(domain, []).append(target.node.taints)
+    return sources
 
 
 def _most_within_min_values(
