@@ -112,6 +112,8 @@ class PoolCatalog:
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
         self.prices = self._price_cube()
+        # per (zones allowed, capacity types allowed): at most 2**(zones + capacity types)
+        self._offering_prices: dict[tuple[tuple[bool, ...], tuple[bool, ...]], np.ndarray] = {}
         self._daemonsets = daemonsets
         self._all = np.arange(len(self.types))
         self._free: dict[str, np.ndarray] = {}
@@ -140,13 +142,19 @@ class PoolCatalog:
     # --- requirements -> types --------------------------------------------------------
 
     def offering_prices(self, requirements: Requirements) -> np.ndarray:
-        """[t, z, c] prices restricted to the zones and capacity types allowed."""
+        """[t, z, c] prices restricted to the zones and capacity types allowed (read-only:
+        one array per distinct set of those, shared by every caller)."""
         zone = requirements.get_requirement(wk.ZONE)
         capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
-        zones = np.array([zone.has(z) for z in self.zones], dtype=bool)
-        cts = np.array([capacity_type.has(c) for c in self.capacity_types], dtype=bool)
-        allowed = zones[:, None] & cts[None, :]
-        return np.where(allowed[None, :, :], self.prices, np.inf)
+        zones = tuple(zone.has(z) for z in self.zones)
+        cts = tuple(capacity_type.has(c) for c in self.capacity_types)
+        found = self._offering_prices.get((zones, cts))
+        if found is None:
+            allowed = np.array(zones, dtype=bool)[:, None] & np.array(cts, dtype=bool)[None, :]
+            found = np.where(allowed[None, :, :], self.prices, np.inf)
+            found.setflags(write=False)
+            self._offering_prices[zones, cts] = found
+        return found
 
     def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:
         """Per type, its cheapest offering the requirements allow (infinity: none)."""

@@ -33,6 +33,7 @@ from joiner.api.nodepool import NodePool, by_weight
 from joiner.api.requirements import IN, Requirement, Requirements, labels_requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
+from joiner.identity import IdentityCache
 from joiner.scheduling import messages as msg
 from joiner.scheduling import model as m
 from joiner.scheduling.catalog import Dimensions, PoolCatalog, pool_catalog
@@ -113,9 +114,12 @@ class _Group:
         "wanted",
     )
 
-    def __init__(self, pods: list[Pod], requests: ResourceList, volumes: PodVolumes) -> None:
-        first = self.first = pods[0]
-        self.keys = [m.pod_key(p) for p in pods]
+    def __init__(
+        self, pods: list[tuple[Pod, _PodFacts]], requests: ResourceList, volumes: PodVolumes
+    ) -> None:
+        first, facts = pods[0]
+        self.first = first
+        self.keys = [f.key for _, f in pods]
         self.namespace = namespace_of(first)
         self.labels = labels_of(first)
         self.tolerations = list((first.get("spec") or {}).get("tolerations") or ())
@@ -130,7 +134,7 @@ class _Group:
         self.constraints: PodConstraints | None = None
         self.placed = 0  # how many of its pods are placed so far
         # CPU desc, memory desc, then the first pod's creation time and uid [SPEC 3.4]
-        self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), _pod_order(first))
+        self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), facts.order)
 
     def vectorise(self, dims: Dimensions) -> None:
         self.vector = dims.vector(self.requests)
@@ -138,6 +142,27 @@ class _Group:
         # Exact amounts, not the saturated vector's: an existing node's free room is an
         # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
         self.wanted = [(int(d), self.requests[dims.names[d]]) for d in self.nz]
+
+
+@dataclass(frozen=True, slots=True)
+class _PodFacts:
+    """What grouping reads from a pending pod."""
+
+    signature: tuple  # pods with equal signatures schedule identically
+    key: str
+    order: tuple  # the order of pods within a group [SPEC 3.4]
+
+
+# Facts of pod objects seen recently, by identity: the controller's state hands the same
+# (never edited) pending pods to every scheduling pass until they change, and reading
+# them is a good part of a small solve's setup.
+_facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
+
+
+def _facts_of(pod: Pod) -> _PodFacts:
+    return _facts.remember(
+        (pod,), lambda: _PodFacts(_signature(pod), m.pod_key(pod), _pod_order(pod))
+    )
 
 
 def _signature(pod: Pod) -> tuple:
@@ -178,6 +203,10 @@ def _signature(pod: Pod) -> tuple:
 def _pod_order(pod: Pod) -> tuple:
     meta = pod.get("metadata") or {}
     return (meta.get("creationTimestamp") or "", meta.get("uid") or "", m.pod_key(pod))
+
+
+def _member_order(member: tuple[Pod, _PodFacts]) -> tuple:
+    return member[1].order
 
 
 # --- targets -----------------------------------------------------------------------
@@ -283,21 +312,25 @@ class _Solver:
 
     def _group(self, pods: Sequence[Pod]) -> tuple[list[_Group], Plan]:
         plan = Plan()
-        by_signature: dict[tuple, list[Pod]] = {}
+        by_signature: dict[tuple, list[tuple[Pod, _PodFacts]]] = {}
         for pod in pods:
-            by_signature.setdefault(_signature(pod), []).append(pod)
+            facts = _facts_of(pod)
+            by_signature.setdefault(facts.signature, []).append((pod, facts))
         groups = []
         for members in by_signature.values():
-            members.sort(key=_pod_order)
+            members.sort(key=_member_order)
+            first = members[0][0]
             try:
-                volumes = pod_volumes(members[0], self.snapshot.volumes)
-                requests = pod_requests(members[0], self.snapshot.runtime_classes)
+                volumes = pod_volumes(first, self.snapshot.volumes)
+                requests = pod_requests(first, self.snapshot.runtime_classes)
                 group = _Group(members, requests, volumes)
             except (ValueError, TypeError, KeyError) as error:
-                _refuse(plan, members, m.INVALID_SPEC, f"resources or ports: {error}")
+                _refuse(
+                    plan, [p for p, _ in members], m.INVALID_SPEC, f"resources or ports: {error}"
+                )
                 continue
             if volumes.error:
-                _refuse(plan, members, m.VOLUME_ZONES, volumes.error)
+                _refuse(plan, [p for p, _ in members], m.VOLUME_ZONES, volumes.error)
                 continue
             groups.append(group)
         groups.sort(key=lambda g: g.sort_key)
