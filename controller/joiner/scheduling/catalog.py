@@ -206,8 +206,10 @@ class PoolCatalog:
         node selection admits the requirements narrowed by that type's labels, zones and
         capacity types (so one selecting on-demand or GPU types adds nothing to others,
         as in Karpenter)."""
-        requirements = requirements.intersection(Requirements(self._offered))
         rows = np.zeros((len(idx), len(self.dims.names)), dtype=np.int64)
+        if not self._daemonsets:
+            return rows
+        requirements = requirements.intersection(Requirements(self._offered))
         for daemonset, requests in self._daemonsets:
             spec = daemonset.pod_template.get("spec") or {}
             if untolerated(spec.get("tolerations") or (), self.taints, False) is not None:

@@ -23,6 +23,7 @@ class Draft:
         "_most_for",
         "_reserved",
         "_reserved_for",
+        "avail",
         "count",
         "free",
         "hostname",
@@ -52,6 +53,7 @@ class Draft:
         self.idx = idx
         self.free = free  # [t, d]: each type's allocatable less its daemonsets' requests
         self.used = np.zeros(free.shape[1], dtype=np.int64)  # the pods' requests
+        self.avail = free[idx]  # [i, d]: what candidate idx[i] has left, free - used
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
@@ -66,7 +68,7 @@ class Draft:
         Candidates only ever shrink to a subset, so their number tells whether the most
         they have is still the last one computed."""
         if self._most_for != len(self.idx):
-            self._most = self.free[self.idx].max(axis=0)
+            self._most = self.avail.max(axis=0) + self.used  # free[idx].max(axis=0)
             self._most_for = len(self.idx)
         return (self._most - self.used).tolist()
 
@@ -77,11 +79,18 @@ class Draft:
         idx: np.ndarray,
         requests: np.ndarray,
         keys: list[str],
+        avail: np.ndarray | None = None,
     ) -> None:
+        """Take the pods ``keys`` (each requesting ``requests``), keeping the candidates
+        ``idx``; ``avail``, when the caller has it, is ``self.avail``'s rows of those."""
+        if avail is None:
+            avail = self.free[idx] - self.used
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        self.used = self.used + requests * len(keys)
+        taken = requests * len(keys)
+        self.used = self.used + taken
+        self.avail = avail - taken
         self.pods.extend(keys)
         self.count = len(self.pods)
         self.room = self._room()
@@ -110,12 +119,12 @@ class Draft:
 def finalize(draft: Draft) -> NodeClaimPlan:
     pool = draft.pool
     requirements = Requirements(r for k, r in draft.requirements.items() if k != wk.HOSTNAME)
-    prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-    cheapest = prices.min(axis=(1, 2))
-    order = np.lexsort((np.array(draft.idx), cheapest))
+    # the hostname placeholder restricts no offering: the draft's own prices hold
+    cheapest = pool.type_prices(draft.requirements, draft.sig)[draft.idx]
+    order = np.lexsort((draft.idx, cheapest))
     ranked = draft.idx[order]
     chosen = ranked[: _candidate_count(pool, ranked)]
-    offered = np.isfinite(prices[order][: len(chosen)]).any(axis=(0, 1))
+    offered = np.isfinite(pool.offering_prices(requirements)[chosen]).any(axis=(0, 1))
     capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]

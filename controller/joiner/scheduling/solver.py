@@ -259,6 +259,7 @@ class _Fit:
     signature: str = ""
     idx: np.ndarray | None = None
     counts: np.ndarray | None = None
+    avail: np.ndarray | None = None  # the draft's ``avail`` rows of ``idx``
 
 
 class _Solver:
@@ -711,12 +712,13 @@ class _Solver:
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
-        idx = draft.idx
+        idx, avail = draft.idx, draft.avail
         if signature != draft.sig:
-            idx = idx[draft.pool.compatible_types(requirements, signature)[idx]]
+            compatible = draft.pool.compatible_types(requirements, signature)[idx]
+            idx, avail = idx[compatible], avail[compatible]
             if not len(idx):
                 return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
-        return self._fit_types(draft, group, limit, requirements, signature, idx)
+        return self._fit_types(draft, group, limit, requirements, signature, idx, avail)
 
     def _fit_types(
         self,
@@ -726,11 +728,11 @@ class _Solver:
         requirements: Requirements,
         signature: str,
         idx: np.ndarray,
+        avail: np.ndarray,
     ) -> _Fit | Rejection:
         pool = draft.pool
         nz = group.nz
-        free = draft.free[idx][:, nz] - draft.used[nz]
-        counts = (free // group.vector[nz]).min(axis=1)
+        counts = (avail[:, nz] // group.vector[nz]).min(axis=1)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
@@ -742,7 +744,7 @@ class _Solver:
                 return Rejection(
                     m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
                 )
-        return _Fit(count, requirements, signature, idx, counts)
+        return _Fit(count, requirements, signature, idx, counts, avail)
 
     def _affinity_owners(self) -> dict[int, list[_Group]]:
         """Per pod affinity (by id): the groups that have it, preferred or required."""
@@ -1000,8 +1002,11 @@ class _Solver:
         count = len(keys)
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
-            keep = fit.idx[fit.counts >= count]
-            target.add(fit.requirements, fit.signature, keep, group.vector, keys)
+            assert fit.counts is not None and fit.avail is not None
+            keep = fit.counts >= count
+            target.add(
+                fit.requirements, fit.signature, fit.idx[keep], group.vector, keys, fit.avail[keep]
+            )
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
         else:
@@ -1181,7 +1186,7 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> A
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        free = draft.free[draft.idx] - draft.used  # [t, dimension]
+        free = draft.avail  # [t, dimension]
         prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
         if joining is requests:  # the pod alone: the cheapest offering with room for it
             room = (free >= requests).all(axis=1)
