@@ -112,8 +112,9 @@ class PoolCatalog:
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
         self.prices = self._price_cube()
+        self._available = np.isfinite(self.prices)  # [t, z, c]
         # per (zones allowed, capacity types allowed): at most 2**(zones + capacity types)
-        self._offering_prices: dict[tuple[tuple[bool, ...], tuple[bool, ...]], np.ndarray] = {}
+        self._offerings: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._daemonsets = daemonsets
         self._all = np.arange(len(self.types))
         self._free: dict[str, np.ndarray] = {}
@@ -144,16 +145,30 @@ class PoolCatalog:
     def offering_prices(self, requirements: Requirements) -> np.ndarray:
         """[t, z, c] prices restricted to the zones and capacity types allowed (read-only:
         one array per distinct set of those, shared by every caller)."""
+        return self._offerings_allowed(requirements)[1]
+
+    def offered_values(self, requirements: Requirements, idx: np.ndarray, key: str) -> set[str]:
+        """The zones (``key`` the zone label) or capacity types in which some type of
+        ``idx`` has an available offering that the requirements allow."""
+        allowed = self._offerings_allowed(requirements)[0]
+        cells = self._available[idx].any(axis=0) & allowed  # [z, c]
+        if key == wk.ZONE:
+            return {z for z, ok in zip(self.zones, cells.any(axis=1).tolist(), strict=True) if ok}
+        offered = cells.any(axis=0).tolist()
+        return {c for c, ok in zip(self.capacity_types, offered, strict=True) if ok}
+
+    def _offerings_allowed(self, requirements: Requirements) -> tuple[np.ndarray, np.ndarray]:
+        """The [z, c] cells the requirements allow, and ``offering_prices``."""
         zone = requirements.get_requirement(wk.ZONE)
         capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
         zones = tuple(zone.has(z) for z in self.zones)
         cts = tuple(capacity_type.has(c) for c in self.capacity_types)
-        found = self._offering_prices.get((zones, cts))
+        found = self._offerings.get((zones, cts))
         if found is None:
             allowed = np.array(zones, dtype=bool)[:, None] & np.array(cts, dtype=bool)[None, :]
-            found = np.where(allowed[None, :, :], self.prices, np.inf)
-            found.setflags(write=False)
-            self._offering_prices[zones, cts] = found
+            prices = np.where(allowed[None, :, :], self.prices, np.inf)
+            prices.setflags(write=False)
+            found = self._offerings[zones, cts] = (allowed, prices)
         return found
 
     def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:

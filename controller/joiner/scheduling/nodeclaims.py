@@ -124,8 +124,8 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     order = np.lexsort((draft.idx, cheapest))
     ranked = draft.idx[order]
     chosen = ranked[: _candidate_count(pool, ranked)]
-    offered = np.isfinite(pool.offering_prices(requirements)[chosen]).any(axis=(0, 1))
-    capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
+    offered = pool.offered_values(requirements, chosen, wk.CAPACITY_TYPE)
+    capacity_types = [c for c in pool.capacity_types if c in offered]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]
     # what every candidate's node runs besides the pods (each has room for its own)

@@ -1136,11 +1136,7 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
         requirement = requirements.get_requirement(key)
         values = [v for v in sorted(draft.pool.domains(key)) if requirement.has(v)]
         if key in (wk.ZONE, wk.CAPACITY_TYPE) and len(values) > 1:
-            prices = draft.pool.offering_prices(requirements)[draft.idx]
-            axis = (0, 2) if key == wk.ZONE else (0, 1)
-            offered = np.isfinite(prices).any(axis=axis)
-            names = draft.pool.zones if key == wk.ZONE else draft.pool.capacity_types
-            present = {n for n, ok in zip(names, offered, strict=True) if ok}
+            present = draft.pool.offered_values(requirements, draft.idx, key)
             values = [v for v in values if v in present]
         return values
 
@@ -1187,11 +1183,11 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> A
             return {}
         pool = draft.pool
         free = draft.avail  # [t, dimension]
-        prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
         if joining is requests:  # the pod alone: the cheapest offering with room for it
-            room = (free >= requests).all(axis=1)
-            by_domain = prices[room].min(axis=0, initial=np.inf)  # [z, c]
+            room = draft.idx[(free >= requests).all(axis=1)]
+            by_domain = pool.offering_prices(requirements)[room].min(axis=0, initial=np.inf)
         else:
+            prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
             by_domain = _group_prices(free, prices, requests, joining)
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
