@@ -20,7 +20,7 @@ import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -708,7 +708,8 @@ class _Solver:
             domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            prices = _domain_prices(draft, group.vector, self._joining(group, constraints))
+            joining = functools.partial(self._joining, group, constraints)
+            prices = _domain_prices(draft, group.vector, joining)
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
@@ -1168,9 +1169,9 @@ def _next_rise(rise: Any, taken: int) -> float:
     return float(rise(taken + 1) - rise(taken))
 
 
-def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:
+def _domain_prices(draft: Draft, requests: np.ndarray, joining: Callable[[], np.ndarray]) -> Any:
     """``price(key, requirements)``: per value of the zone or capacity type, (what the
-    pods to come, ``joining`` in all, cost there on the draft's candidate types, how many
+    pods to come, ``joining()`` in all, cost there on the draft's candidate types, how many
     values of the other key offer room there); other keys have no prices. That cost is
     the cheapest type that holds them all, else the cheapest count of nodes of one type
     their requests need at least; each type must have room for the pod at hand
@@ -1183,12 +1184,13 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> A
             return {}
         pool = draft.pool
         free = draft.avail  # [t, dimension]
-        if joining is requests:  # the pod alone: the cheapest offering with room for it
+        joined = joining()  # asked only when a choice is priced
+        if joined is requests:  # the pod alone: the cheapest offering with room for it
             room = draft.idx[(free >= requests).all(axis=1)]
             by_domain = pool.offering_prices(requirements)[room].min(axis=0, initial=np.inf)
         else:
             prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-            by_domain = _group_prices(free, prices, requests, joining)
+            by_domain = _group_prices(free, prices, requests, joined)
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
@@ -1233,7 +1235,8 @@ def _pin(
         if key == wk.HOSTNAME:
             continue
         groups = own.get(key, ())
-        if any(_single_domain(tg, constraints) for tg in groups):
+        # one value left is the choice already: no prices needed to rank it
+        if len(values) > 1 and any(_single_domain(tg, constraints) for tg in groups):
             counts, prices = groups[0].counts, price(key, out)  # consistent with earlier pins
             offered = [v for v in values if prices.get(v, (0.0, 0))[0] < np.inf] or values
             values = [min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))]
