@@ -716,7 +716,8 @@ class _Solver:
         idx, avail = draft.idx, draft.avail
         if signature != draft.sig:
             compatible = draft.pool.compatible_types(requirements, signature)[idx]
-            idx, avail = idx[compatible], avail[compatible]
+            if not compatible.all():  # else the same candidates: no copies
+                idx, avail = idx[compatible], avail[compatible]
             if not len(idx):
                 return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
         return self._fit_types(draft, group, limit, requirements, signature, idx, avail)
@@ -1004,10 +1005,11 @@ class _Solver:
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
             assert fit.counts is not None and fit.avail is not None
+            idx, avail = fit.idx, fit.avail
             keep = fit.counts >= count
-            target.add(
-                fit.requirements, fit.signature, fit.idx[keep], group.vector, keys, fit.avail[keep]
-            )
+            if not keep.all():  # else every candidate stays: no copies
+                idx, avail = idx[keep], avail[keep]
+            target.add(fit.requirements, fit.signature, idx, group.vector, keys, avail)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
         else:
