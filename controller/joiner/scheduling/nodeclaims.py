@@ -23,6 +23,7 @@ class Draft:
         "_most_for",
         "_reserved",
         "_reserved_for",
+        "_room",
         "avail",
         "count",
         "free",
@@ -32,7 +33,6 @@ class Draft:
         "pool",
         "ports",
         "requirements",
-        "room",
         "sig",
         "used",
     )
@@ -59,18 +59,21 @@ class Draft:
         self.ports: set[tuple[str, str, int]] = set()
         self._most_for = -1
         self._most: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.room: list[int] = self._room()
+        self._room: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
-    def _room(self) -> list[int]:
-        """Per dimension, the most any candidate type still has free (a quick pre-check).
-        Candidates only ever shrink to a subset, so their number tells whether the most
-        they have is still the last one computed."""
-        if self._most_for != len(self.idx):
-            self._most = self.avail.max(axis=0) + self.used  # free[idx].max(axis=0)
-            self._most_for = len(self.idx)
-        return (self._most - self.used).tolist()
+    @property
+    def room(self) -> list[int]:
+        """Per dimension, the most any candidate type still has free (a quick pre-check),
+        worked out when asked after a change. Candidates only ever shrink to a subset, so
+        their number tells whether the most they have is still the last one computed."""
+        if self._room is None:
+            if self._most_for != len(self.idx):
+                self._most = self.avail.max(axis=0) + self.used  # free[idx].max(axis=0)
+                self._most_for = len(self.idx)
+            self._room = (self._most - self.used).tolist()
+        return self._room
 
     def add(
         self,
@@ -93,7 +96,7 @@ class Draft:
         self.avail = avail - taken
         self.pods.extend(keys)
         self.count = len(self.pods)
-        self.room = self._room()
+        self._room = None
 
     def domains(self, key: str) -> list[str]:
         """The values ``key`` may still take on this node."""
