@@ -97,10 +97,12 @@ class _Group:
 
     __slots__ = (
         "constraints",
+        "every_dimension",
         "first",
         "keys",
         "labels",
         "namespace",
+        "needs",
         "nz",
         "placed",
         "ports",
@@ -128,6 +130,8 @@ class _Group:
         self.volumes = volumes
         self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
         self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.needs: np.ndarray = self.nz  # vector[nz]
+        self.every_dimension = False  # whether nz is every dimension
         self.wanted: list[tuple[int, int]] = []  # (dimension, amount) for non-zero requests
         self.selecting: list[TopologyGroup] = []
         self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
@@ -139,6 +143,8 @@ class _Group:
     def vectorise(self, dims: Dimensions) -> None:
         self.vector = dims.vector(self.requests)
         self.nz = np.nonzero(self.vector)[0]
+        self.needs = self.vector[self.nz]
+        self.every_dimension = len(self.nz) == len(self.vector)
         # Exact amounts, not the saturated vector's: an existing node's free room is an
         # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
         self.wanted = [(int(d), self.requests[dims.names[d]]) for d in self.nz]
@@ -733,8 +739,11 @@ class _Solver:
         avail: np.ndarray,
     ) -> _Fit | Rejection:
         pool = draft.pool
-        nz = group.nz
-        counts = (avail[:, nz] // group.vector[nz]).min(axis=1)
+        room = avail if group.every_dimension else avail[:, group.nz]
+        if limit == 1:  # whether one pod fits is enough (as counts, True is 1)
+            counts = (room >= group.needs).all(axis=1)
+        else:
+            counts = (room // group.needs).min(axis=1)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
