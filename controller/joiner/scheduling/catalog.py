@@ -112,7 +112,13 @@ class PoolCatalog:
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
         self.prices = self._price_cube()
-        self._available = np.isfinite(self.prices)  # [t, z, c]
+        # [z * c, t]: whether type t has an available offering in that cell (by cell, so
+        # that reductions over types run along contiguous rows)
+        self._available = np.ascontiguousarray(
+            np.isfinite(self.prices)
+            .reshape(len(self.types), len(self.zones) * len(self.capacity_types))
+            .T
+        )
         # per (zones allowed, capacity types allowed): at most 2**(zones + capacity types)
         self._offerings: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._daemonsets = daemonsets
@@ -151,7 +157,8 @@ class PoolCatalog:
         """The zones (``key`` the zone label) or capacity types in which some type of
         ``idx`` has an available offering that the requirements allow."""
         allowed = self._offerings_allowed(requirements)[0]
-        cells = self._available[idx].any(axis=0) & allowed  # [z, c]
+        # take, not [:, idx]: its result is C-ordered, so the reduction runs along rows
+        cells = self._available.take(idx, axis=1).any(axis=1).reshape(allowed.shape) & allowed
         if key == wk.ZONE:
             return {z for z, ok in zip(self.zones, cells.any(axis=1).tolist(), strict=True) if ok}
         offered = cells.any(axis=0).tolist()

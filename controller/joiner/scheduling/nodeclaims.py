@@ -53,7 +53,9 @@ class Draft:
         self.idx = idx
         self.free = free  # [t, d]: each type's allocatable less its daemonsets' requests
         self.used = np.zeros(free.shape[1], dtype=np.int64)  # the pods' requests
-        self.avail = free[idx]  # [i, d]: what candidate idx[i] has left, free - used
+        # [d, i]: what candidate idx[i] has left of dimension d (free - used); by dimension,
+        # so that reductions over the candidates run along contiguous rows
+        self.avail = np.ascontiguousarray(free[idx].T)
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
@@ -70,7 +72,7 @@ class Draft:
         their number tells whether the most they have is still the last one computed."""
         if self._room is None:
             if self._most_for != len(self.idx):
-                self._most = self.avail.max(axis=0) + self.used  # free[idx].max(axis=0)
+                self._most = self.avail.max(axis=1) + self.used  # free[idx].max(axis=0)
                 self._most_for = len(self.idx)
             self._room = (self._most - self.used).tolist()
         return self._room
@@ -85,15 +87,17 @@ class Draft:
         avail: np.ndarray | None = None,
     ) -> None:
         """Take the pods ``keys`` (each requesting ``requests``), keeping the candidates
-        ``idx``; ``avail``, when the caller has it, is ``self.avail``'s rows of those."""
+        ``idx``; ``avail``, when the caller has it, is ``self.avail``'s columns of those."""
         if avail is None:
-            avail = self.free[idx] - self.used
+            avail = self.free[idx].T - self.used[:, None]
+        taken = requests * len(keys)
+        # C order: a transposed or column-selected input would make every later
+        # reduction over the candidates a strided one
+        self.avail = np.subtract(avail, taken[:, None], order="C")
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        taken = requests * len(keys)
         self.used = self.used + taken
-        self.avail = avail - taken
         self.pods.extend(keys)
         self.count = len(self.pods)
         self._room = None

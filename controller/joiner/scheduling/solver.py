@@ -130,7 +130,7 @@ class _Group:
         self.volumes = volumes
         self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
         self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.needs: np.ndarray = self.nz  # vector[nz]
+        self.needs: np.ndarray = self.nz  # vector[nz], as a column
         self.every_dimension = False  # whether nz is every dimension
         self.wanted: list[tuple[int, int]] = []  # (dimension, amount) for non-zero requests
         self.selecting: list[TopologyGroup] = []
@@ -143,7 +143,7 @@ class _Group:
     def vectorise(self, dims: Dimensions) -> None:
         self.vector = dims.vector(self.requests)
         self.nz = np.nonzero(self.vector)[0]
-        self.needs = self.vector[self.nz]
+        self.needs = self.vector[self.nz][:, None]  # a column, against [dimension, type]
         self.every_dimension = len(self.nz) == len(self.vector)
         # Exact amounts, not the saturated vector's: an existing node's free room is an
         # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
@@ -265,7 +265,7 @@ class _Fit:
     signature: str = ""
     idx: np.ndarray | None = None
     counts: np.ndarray | None = None
-    avail: np.ndarray | None = None  # the draft's ``avail`` rows of ``idx``
+    avail: np.ndarray | None = None  # the draft's ``avail`` columns of ``idx``
 
 
 class _Solver:
@@ -723,7 +723,7 @@ class _Solver:
         if signature != draft.sig:
             compatible = draft.pool.compatible_types(requirements, signature)[idx]
             if not compatible.all():  # else the same candidates: no copies
-                idx, avail = idx[compatible], avail[compatible]
+                idx, avail = idx[compatible], avail.compress(compatible, axis=1)
             if not len(idx):
                 return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
         return self._fit_types(draft, group, limit, requirements, signature, idx, avail)
@@ -739,11 +739,11 @@ class _Solver:
         avail: np.ndarray,
     ) -> _Fit | Rejection:
         pool = draft.pool
-        room = avail if group.every_dimension else avail[:, group.nz]
+        room = avail if group.every_dimension else avail[group.nz]
         if limit == 1:  # whether one pod fits is enough (as counts, True is 1)
-            counts = (room >= group.needs).all(axis=1)
+            counts = (room >= group.needs).all(axis=0)
         else:
-            counts = (room // group.needs).min(axis=1)
+            counts = (room // group.needs).min(axis=0)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
@@ -1017,7 +1017,7 @@ class _Solver:
             idx, avail = fit.idx, fit.avail
             keep = fit.counts >= count
             if not keep.all():  # else every candidate stays: no copies
-                idx, avail = idx[keep], avail[keep]
+                idx, avail = idx[keep], avail.compress(keep, axis=1)
             target.add(fit.requirements, fit.signature, idx, group.vector, keys, avail)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
@@ -1194,14 +1194,14 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: Callable[[], np.
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        free = draft.avail  # [t, dimension]
+        free = draft.avail  # [dimension, t]
         joined = joining()  # asked only when a choice is priced
         if joined is requests:  # the pod alone: the cheapest offering with room for it
-            room = draft.idx[(free >= requests).all(axis=1)]
+            room = draft.idx[(free >= requests[:, None]).all(axis=0)]
             by_domain = pool.offering_prices(requirements)[room].min(axis=0, initial=np.inf)
         else:
             prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-            by_domain = _group_prices(free, prices, requests, joined)
+            by_domain = _group_prices(free.T, prices, requests, joined)
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
