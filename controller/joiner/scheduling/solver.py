@@ -132,7 +132,7 @@ class _Group:
         self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
         self.needs: np.ndarray = self.nz  # vector[nz], as a column
         self.every_dimension = False  # whether nz is every dimension
-        self.wanted: list[tuple[int, int]] = []  # (dimension, amount) for non-zero requests
+        self.wanted: tuple[tuple[int, int], ...] = ()  # (dimension, amount), non-zero requests
         self.selecting: list[TopologyGroup] = []
         self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
         self.constraints: PodConstraints | None = None
@@ -141,13 +141,37 @@ class _Group:
         self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), facts.order)
 
     def vectorise(self, dims: Dimensions) -> None:
-        self.vector = dims.vector(self.requests)
-        self.nz = np.nonzero(self.vector)[0]
-        self.needs = self.vector[self.nz][:, None]  # a column, against [dimension, type]
-        self.every_dimension = len(self.nz) == len(self.vector)
+        shape = _shape(dims, self.requests)
+        self.vector, self.nz, self.needs, self.every_dimension, self.wanted = shape
+
+
+# The request vectors of recent solves, per (dimensions, requests): pods of a workload
+# come in few distinct shapes, within a solve and from one solve to the next. Read-only.
+_SHAPES_KEPT = 4096
+_shapes: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple]] = {}
+
+
+def _shape(
+    dims: Dimensions, requests: ResourceList
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple[tuple[int, int], ...]]:
+    """A group's request vector, its non-zero dimensions, their amounts as a column
+    (against [dimension, type] rooms), whether they are every dimension, and the exact
+    (dimension, amount) pairs."""
+    cache_key = (tuple(dims.names), tuple(sorted(requests.items())))
+    found = _shapes.get(cache_key)
+    if found is None:
+        vector = dims.vector(requests)
+        nz = np.nonzero(vector)[0]
+        needs = vector[nz][:, None]
+        for array in (vector, nz, needs):
+            array.setflags(write=False)
         # Exact amounts, not the saturated vector's: an existing node's free room is an
         # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
-        self.wanted = [(int(d), self.requests[dims.names[d]]) for d in self.nz]
+        wanted = tuple((int(d), requests[dims.names[d]]) for d in nz)
+        if len(_shapes) >= _SHAPES_KEPT:
+            _shapes.clear()
+        found = _shapes[cache_key] = (vector, nz, needs, len(nz) == len(vector), wanted)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
