@@ -10,7 +10,7 @@ PreferNoSchedule taints become tolerated.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from joiner.api.requirements import Requirements, node_affinity_required_terms
@@ -128,7 +128,7 @@ def build_constraints(
     def groups(*roles: str) -> tuple[TopologyGroup, ...]:
         return tuple(group for role in roles for r, group in made if r == role)
 
-    return PodConstraints(
+    constraints = PodConstraints(
         node_terms=terms.node_terms,
         term_index=0,
         preferred_node=terms.preferred_node,
@@ -138,6 +138,21 @@ def build_constraints(
         preferred_anti_affinity=groups(_PREFERRED_ANTI),
         schedule_anyway=groups(_ANYWAY),
     )
+    if not volume_requirements:  # the node side is the pod's alone: the same every solve
+        if not terms.node_side:
+            terms.node_side.update((name, getattr(constraints, name)) for name in _NODE_SIDE)
+        constraints.__dict__.update(terms.node_side)
+    return constraints
+
+
+# PodConstraints' memoised values that depend on its node terms and volumes only
+_NODE_SIDE = (
+    "node_requirements",
+    "requirements",
+    "signature",
+    "strict_requirements",
+    "strict_signature",
+)
 
 
 # the roles of a pod's topology terms, in the order their groups are created
@@ -154,6 +169,8 @@ class _PodTerms:
     node_terms: tuple[Requirements, ...]
     preferred_node: tuple[Requirements, ...]
     groups: tuple[tuple[str, tuple, dict[str, Any]], ...]
+    # the unrelaxed constraints' values of _NODE_SIDE without volumes, once worked out
+    node_side: dict[str, Any] = field(default_factory=dict)
 
 
 # Parsed terms of pod objects seen recently, by identity: the controller's state hands
