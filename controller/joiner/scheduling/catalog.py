@@ -112,6 +112,15 @@ class PoolCatalog:
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
         self.prices = self._price_cube()
+        # [z * c, t]: whether type t has an available offering in that cell (by cell, so
+        # that reductions over types run along contiguous rows)
+        self._available = np.ascontiguousarray(
+            np.isfinite(self.prices)
+            .reshape(len(self.types), len(self.zones) * len(self.capacity_types))
+            .T
+        )
+        # per (zones allowed, capacity types allowed): at most 2**(zones + capacity types)
+        self._offerings: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._daemonsets = daemonsets
         self._all = np.arange(len(self.types))
         self._free: dict[str, np.ndarray] = {}
@@ -140,13 +149,34 @@ class PoolCatalog:
     # --- requirements -> types --------------------------------------------------------
 
     def offering_prices(self, requirements: Requirements) -> np.ndarray:
-        """[t, z, c] prices restricted to the zones and capacity types allowed."""
+        """[t, z, c] prices restricted to the zones and capacity types allowed (read-only:
+        one array per distinct set of those, shared by every caller)."""
+        return self._offerings_allowed(requirements)[1]
+
+    def offered_values(self, requirements: Requirements, idx: np.ndarray, key: str) -> set[str]:
+        """The zones (``key`` the zone label) or capacity types in which some type of
+        ``idx`` has an available offering that the requirements allow."""
+        allowed = self._offerings_allowed(requirements)[0]
+        # take, not [:, idx]: its result is C-ordered, so the reduction runs along rows
+        cells = self._available.take(idx, axis=1).any(axis=1).reshape(allowed.shape) & allowed
+        if key == wk.ZONE:
+            return {z for z, ok in zip(self.zones, cells.any(axis=1).tolist(), strict=True) if ok}
+        offered = cells.any(axis=0).tolist()
+        return {c for c, ok in zip(self.capacity_types, offered, strict=True) if ok}
+
+    def _offerings_allowed(self, requirements: Requirements) -> tuple[np.ndarray, np.ndarray]:
+        """The [z, c] cells the requirements allow, and ``offering_prices``."""
         zone = requirements.get_requirement(wk.ZONE)
         capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
-        zones = np.array([zone.has(z) for z in self.zones], dtype=bool)
-        cts = np.array([capacity_type.has(c) for c in self.capacity_types], dtype=bool)
-        allowed = zones[:, None] & cts[None, :]
-        return np.where(allowed[None, :, :], self.prices, np.inf)
+        zones = tuple(zone.has(z) for z in self.zones)
+        cts = tuple(capacity_type.has(c) for c in self.capacity_types)
+        found = self._offerings.get((zones, cts))
+        if found is None:
+            allowed = np.array(zones, dtype=bool)[:, None] & np.array(cts, dtype=bool)[None, :]
+            prices = np.where(allowed[None, :, :], self.prices, np.inf)
+            prices.setflags(write=False)
+            found = self._offerings[zones, cts] = (allowed, prices)
+        return found
 
     def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:
         """Per type, its cheapest offering the requirements allow (infinity: none)."""
@@ -198,8 +228,10 @@ class PoolCatalog:
         node selection admits the requirements narrowed by that type's labels, zones and
         capacity types (so one selecting on-demand or GPU types adds nothing to others,
         as in Karpenter)."""
-        requirements = requirements.intersection(Requirements(self._offered))
         rows = np.zeros((len(idx), len(self.dims.names)), dtype=np.int64)
+        if not self._daemonsets:
+            return rows
+        requirements = requirements.intersection(Requirements(self._offered))
         for daemonset, requests in self._daemonsets:
             spec = daemonset.pod_template.get("spec") or {}
             if untolerated(spec.get("tolerations") or (), self.taints, False) is not None:

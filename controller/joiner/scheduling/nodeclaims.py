@@ -23,6 +23,8 @@ class Draft:
         "_most_for",
         "_reserved",
         "_reserved_for",
+        "_room",
+        "avail",
         "count",
         "free",
         "hostname",
@@ -31,7 +33,6 @@ class Draft:
         "pool",
         "ports",
         "requirements",
-        "room",
         "sig",
         "used",
     )
@@ -52,23 +53,29 @@ class Draft:
         self.idx = idx
         self.free = free  # [t, d]: each type's allocatable less its daemonsets' requests
         self.used = np.zeros(free.shape[1], dtype=np.int64)  # the pods' requests
+        # [d, i]: what candidate idx[i] has left of dimension d (free - used); by dimension,
+        # so that reductions over the candidates run along contiguous rows
+        self.avail = np.ascontiguousarray(free[idx].T)
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
         self._most_for = -1
         self._most: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.room: list[int] = self._room()
+        self._room: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
-    def _room(self) -> list[int]:
-        """Per dimension, the most any candidate type still has free (a quick pre-check).
-        Candidates only ever shrink to a subset, so their number tells whether the most
-        they have is still the last one computed."""
-        if self._most_for != len(self.idx):
-            self._most = self.free[self.idx].max(axis=0)
-            self._most_for = len(self.idx)
-        return (self._most - self.used).tolist()
+    @property
+    def room(self) -> list[int]:
+        """Per dimension, the most any candidate type still has free (a quick pre-check),
+        worked out when asked after a change. Candidates only ever shrink to a subset, so
+        their number tells whether the most they have is still the last one computed."""
+        if self._room is None:
+            if self._most_for != len(self.idx):
+                self._most = self.avail.max(axis=1) + self.used  # free[idx].max(axis=0)
+                self._most_for = len(self.idx)
+            self._room = (self._most - self.used).tolist()
+        return self._room
 
     def add(
         self,
@@ -77,14 +84,23 @@ class Draft:
         idx: np.ndarray,
         requests: np.ndarray,
         keys: list[str],
+        avail: np.ndarray | None = None,
     ) -> None:
+        """Take the pods ``keys`` (each requesting ``requests``), keeping the candidates
+        ``idx``; ``avail``, when the caller has it, is ``self.avail``'s columns of those."""
+        if avail is None:
+            avail = self.free[idx].T - self.used[:, None]
+        taken = requests * len(keys)
+        # C order: a transposed or column-selected input would make every later
+        # reduction over the candidates a strided one
+        self.avail = np.subtract(avail, taken[:, None], order="C")
         self.requirements = requirements
         self.sig = signature
         self.idx = idx
-        self.used = self.used + requests * len(keys)
+        self.used = self.used + taken
         self.pods.extend(keys)
         self.count = len(self.pods)
-        self.room = self._room()
+        self._room = None
 
     def domains(self, key: str) -> list[str]:
         """The values ``key`` may still take on this node."""
@@ -110,13 +126,13 @@ class Draft:
 def finalize(draft: Draft) -> NodeClaimPlan:
     pool = draft.pool
     requirements = Requirements(r for k, r in draft.requirements.items() if k != wk.HOSTNAME)
-    prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-    cheapest = prices.min(axis=(1, 2))
-    order = np.lexsort((np.array(draft.idx), cheapest))
+    # the hostname placeholder restricts no offering: the draft's own prices hold
+    cheapest = pool.type_prices(draft.requirements, draft.sig)[draft.idx]
+    order = np.lexsort((draft.idx, cheapest))
     ranked = draft.idx[order]
     chosen = ranked[: _candidate_count(pool, ranked)]
-    offered = np.isfinite(prices[order][: len(chosen)]).any(axis=(0, 1))
-    capacity_types = [c for c, ok in zip(pool.capacity_types, offered, strict=True) if ok]
+    offered = pool.offered_values(requirements, chosen, wk.CAPACITY_TYPE)
+    capacity_types = [c for c in pool.capacity_types if c in offered]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
     names = [pool.names[i] for i in chosen]
     # what every candidate's node runs besides the pods (each has room for its own)

@@ -10,10 +10,11 @@ PreferNoSchedule taints become tolerated.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from joiner.api.requirements import Requirements, node_affinity_required_terms
+from joiner.identity import IdentityCache
 from joiner.scheduling.model import Pod
 from joiner.scheduling.pods import labels_of, namespace_of
 from joiner.scheduling.selectors import Selector
@@ -120,6 +121,69 @@ class PodConstraints:
 def build_constraints(
     pod: Pod, volume_requirements: Requirements, topology: Topology
 ) -> PodConstraints:
+    terms = _terms_of(pod)
+    # groups are created in the pod's order of terms (spreads, then affinity terms)
+    made = [(role, topology.group(*args, **options)) for role, args, options in terms.groups]
+
+    def groups(*roles: str) -> tuple[TopologyGroup, ...]:
+        return tuple(group for role in roles for r, group in made if r == role)
+
+    constraints = PodConstraints(
+        node_terms=terms.node_terms,
+        term_index=0,
+        preferred_node=terms.preferred_node,
+        volume_requirements=volume_requirements,
+        required_topology=groups(_SPREAD, _REQUIRED_AFFINITY, _REQUIRED_ANTI),
+        preferred_affinity=groups(_PREFERRED_AFFINITY),
+        preferred_anti_affinity=groups(_PREFERRED_ANTI),
+        schedule_anyway=groups(_ANYWAY),
+    )
+    if not volume_requirements:  # the node side is the pod's alone: the same every solve
+        if not terms.node_side:
+            terms.node_side.update((name, getattr(constraints, name)) for name in _NODE_SIDE)
+        constraints.__dict__.update(terms.node_side)
+    return constraints
+
+
+# PodConstraints' memoised values that depend on its node terms and volumes only
+_NODE_SIDE = (
+    "node_requirements",
+    "requirements",
+    "signature",
+    "strict_requirements",
+    "strict_signature",
+)
+
+
+# the roles of a pod's topology terms, in the order their groups are created
+_SPREAD, _ANYWAY = "spread", "anyway"
+_REQUIRED_AFFINITY, _REQUIRED_ANTI = "required affinity", "required anti-affinity"
+_PREFERRED_AFFINITY, _PREFERRED_ANTI = "preferred affinity", "preferred anti-affinity"
+
+
+@dataclass(frozen=True, slots=True)
+class _PodTerms:
+    """A pod's scheduling terms as parsed, before they meet a solve's topology: its node
+    requirements and, per topology term, its role and the arguments of its group."""
+
+    node_terms: tuple[Requirements, ...]
+    preferred_node: tuple[Requirements, ...]
+    groups: tuple[tuple[str, tuple, dict[str, Any]], ...]
+    # the unrelaxed constraints' values of _NODE_SIDE without volumes, once worked out
+    node_side: dict[str, Any] = field(default_factory=dict)
+
+
+# Parsed terms of pod objects seen recently, by identity: the controller's state hands
+# the same (never edited) pending pods to every scheduling pass until they change. The
+# parsed values are read, never edited.
+_parsed: IdentityCache[_PodTerms] = IdentityCache(20_000)
+
+
+def _terms_of(pod: Pod) -> _PodTerms:
+    return _parsed.remember((pod,), lambda: _parse_terms(pod))
+
+
+def _parse_terms(pod: Pod) -> _PodTerms:
     spec = pod.get("spec") or {}
     selector = Requirements.from_labels(spec.get("nodeSelector"))
     terms = node_affinity_required_terms(pod)
@@ -140,47 +204,44 @@ def build_constraints(
         )
     )
     namespace = namespace_of(pod)
-    required, schedule_anyway = _spread_groups(
-        spec, namespace, labels_of(pod), node_terms, topology
-    )
+    groups = _spread_terms(spec, namespace, labels_of(pod), node_terms)
     pod_affinity = affinity.get("podAffinity") or {}
     pod_anti = affinity.get("podAntiAffinity") or {}
-    required += _term_groups(AFFINITY, pod_affinity, namespace, topology, required=True)
-    required += _term_groups(ANTI_AFFINITY, pod_anti, namespace, topology, required=True)
-    return PodConstraints(
-        node_terms=node_terms,
-        term_index=0,
-        preferred_node=preferred_node,
-        volume_requirements=volume_requirements,
-        required_topology=required,
-        preferred_affinity=_term_groups(AFFINITY, pod_affinity, namespace, topology, False),
-        preferred_anti_affinity=_term_groups(ANTI_AFFINITY, pod_anti, namespace, topology, False),
-        schedule_anyway=schedule_anyway,
-    )
+    for role, kind, terms_of_kind, required in (
+        (_REQUIRED_AFFINITY, AFFINITY, pod_affinity, True),
+        (_REQUIRED_ANTI, ANTI_AFFINITY, pod_anti, True),
+        (_PREFERRED_AFFINITY, AFFINITY, pod_affinity, False),
+        (_PREFERRED_ANTI, ANTI_AFFINITY, pod_anti, False),
+    ):
+        groups += [
+            (role, _affinity_term_args(kind, term, namespace), {})
+            for term in _affinity_terms(terms_of_kind, required)
+        ]
+    return _PodTerms(node_terms, preferred_node, tuple(groups))
 
 
 def _heaviest_first(preferred: Sequence[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
     return sorted(preferred or (), key=lambda p: -int(p.get("weight", 0)))
 
 
-def _term_groups(
-    kind: str, affinity: Mapping[str, Any], namespace: str, topology: Topology, required: bool
-) -> tuple[TopologyGroup, ...]:
+def _affinity_terms(affinity: Mapping[str, Any], required: bool) -> list[Mapping[str, Any]]:
     if required:
-        terms = list(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
-    else:
-        terms = [
-            p.get("podAffinityTerm") or {}
-            for p in _heaviest_first(
-                affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-            )
-        ]
-    return tuple(affinity_term_group(kind, term, namespace, topology) for term in terms)
+        return list(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+    return [
+        p.get("podAffinityTerm") or {}
+        for p in _heaviest_first(affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    ]
 
 
 def affinity_term_group(
     kind: str, term: Mapping[str, Any], namespace: str, topology: Topology
 ) -> TopologyGroup:
+    return topology.group(*_affinity_term_args(kind, term, namespace))
+
+
+def _affinity_term_args(
+    kind: str, term: Mapping[str, Any], namespace: str
+) -> tuple[str, str, frozenset[str] | None, Selector]:
     # A namespaceSelector selects namespaces by their labels, which the snapshot does not
     # carry: any namespaceSelector is taken as "all namespaces" (the usual `{}` case).
     if term.get("namespaceSelector") is not None:
@@ -188,36 +249,36 @@ def affinity_term_group(
     else:
         namespaces = frozenset(term.get("namespaces") or (namespace,))
     selector = Selector.from_dict(term.get("labelSelector"))
-    return topology.group(kind, term.get("topologyKey", ""), namespaces, selector)
+    return kind, term.get("topologyKey", ""), namespaces, selector
 
 
-def _spread_groups(
+def _spread_terms(
     spec: Mapping[str, Any],
     namespace: str,
     labels: Mapping[str, str],
     node_terms: tuple[Requirements, ...],
-    topology: Topology,
-) -> tuple[tuple[TopologyGroup, ...], tuple[TopologyGroup, ...]]:
-    required: list[TopologyGroup] = []
-    anyway: list[TopologyGroup] = []
+) -> list[tuple[str, tuple, dict[str, Any]]]:
+    terms: list[tuple[str, tuple, dict[str, Any]]] = []
     for constraint in spec.get("topologySpreadConstraints") or ():
         extra = {k: labels[k] for k in constraint.get("matchLabelKeys") or () if k in labels}
         honor_node_affinity = constraint.get("nodeAffinityPolicy", "Honor") == "Honor"
         honor_taints = constraint.get("nodeTaintsPolicy", "Ignore") == "Honor"
-        group = topology.group(
+        args = (
             SPREAD,
             constraint.get("topologyKey", ""),
             frozenset([namespace]),
             Selector.from_dict(constraint.get("labelSelector"), extra),
-            max_skew=int(constraint.get("maxSkew", 1)),
-            min_domains=constraint.get("minDomains"),
-            honor_node_affinity=honor_node_affinity,
-            honor_taints=honor_taints,
-            node_filter=_node_filter(spec, node_terms, honor_node_affinity, honor_taints),
         )
-        target = anyway if constraint.get("whenUnsatisfiable") == "ScheduleAnyway" else required
-        target.append(group)
-    return tuple(required), tuple(anyway)
+        options = {
+            "max_skew": int(constraint.get("maxSkew", 1)),
+            "min_domains": constraint.get("minDomains"),
+            "honor_node_affinity": honor_node_affinity,
+            "honor_taints": honor_taints,
+            "node_filter": _node_filter(spec, node_terms, honor_node_affinity, honor_taints),
+        }
+        anyway = constraint.get("whenUnsatisfiable") == "ScheduleAnyway"
+        terms.append((_ANYWAY if anyway else _SPREAD, args, options))
+    return terms
 
 
 def _node_filter(

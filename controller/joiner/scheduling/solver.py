@@ -14,12 +14,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from joiner.api.nodepool import NodePool, by_weight
 from joiner.api.requirements import IN, Requirement, Requirements, labels_requirements
 from joiner.api.resources import ResourceList
 from joiner.cloudprovider.types import InstanceType
+from joiner.identity import IdentityCache
 from joiner.scheduling import messages as msg
 from joiner.scheduling import model as m
 from joiner.scheduling.catalog import Dimensions, PoolCatalog, pool_catalog
@@ -95,10 +97,12 @@ class _Group:
 
     __slots__ = (
         "constraints",
+        "every_dimension",
         "first",
         "keys",
         "labels",
         "namespace",
+        "needs",
         "nz",
         "placed",
         "ports",
@@ -112,9 +116,12 @@ class _Group:
         "wanted",
     )
 
-    def __init__(self, pods: list[Pod], requests: ResourceList, volumes: PodVolumes) -> None:
-        first = self.first = pods[0]
-        self.keys = [m.pod_key(p) for p in pods]
+    def __init__(
+        self, pods: list[tuple[Pod, _PodFacts]], requests: ResourceList, volumes: PodVolumes
+    ) -> None:
+        first, facts = pods[0]
+        self.first = first
+        self.keys = [f.key for _, f in pods]
         self.namespace = namespace_of(first)
         self.labels = labels_of(first)
         self.tolerations = list((first.get("spec") or {}).get("tolerations") or ())
@@ -123,20 +130,69 @@ class _Group:
         self.volumes = volumes
         self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
         self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.wanted: list[tuple[int, int]] = []  # (dimension, amount) for non-zero requests
+        self.needs: np.ndarray = self.nz  # vector[nz], as a column
+        self.every_dimension = False  # whether nz is every dimension
+        self.wanted: tuple[tuple[int, int], ...] = ()  # (dimension, amount), non-zero requests
         self.selecting: list[TopologyGroup] = []
         self.selecting_anti: list[TopologyGroup] = []  # anti-affinity terms that select us
         self.constraints: PodConstraints | None = None
         self.placed = 0  # how many of its pods are placed so far
         # CPU desc, memory desc, then the first pod's creation time and uid [SPEC 3.4]
-        self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), _pod_order(first))
+        self.sort_key = (-requests.get(res.CPU, 0), -requests.get(res.MEMORY, 0), facts.order)
 
     def vectorise(self, dims: Dimensions) -> None:
-        self.vector = dims.vector(self.requests)
-        self.nz = np.nonzero(self.vector)[0]
+        shape = _shape(dims, self.requests)
+        self.vector, self.nz, self.needs, self.every_dimension, self.wanted = shape
+
+
+# The request vectors of recent solves, per (dimensions, requests): pods of a workload
+# come in few distinct shapes, within a solve and from one solve to the next. Read-only.
+_SHAPES_KEPT = 4096
+_shapes: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple]] = {}
+
+
+def _shape(
+    dims: Dimensions, requests: ResourceList
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple[tuple[int, int], ...]]:
+    """A group's request vector, its non-zero dimensions, their amounts as a column
+    (against [dimension, type] rooms), whether they are every dimension, and the exact
+    (dimension, amount) pairs."""
+    cache_key = (tuple(dims.names), tuple(sorted(requests.items())))
+    found = _shapes.get(cache_key)
+    if found is None:
+        vector = dims.vector(requests)
+        nz = np.nonzero(vector)[0]
+        needs = vector[nz][:, None]
+        for array in (vector, nz, needs):
+            array.setflags(write=False)
         # Exact amounts, not the saturated vector's: an existing node's free room is an
         # unbounded integer, and 2**62 would fit on a node reporting 2**63 milli-CPUs.
-        self.wanted = [(int(d), self.requests[dims.names[d]]) for d in self.nz]
+        wanted = tuple((int(d), requests[dims.names[d]]) for d in nz)
+        if len(_shapes) >= _SHAPES_KEPT:
+            _shapes.clear()
+        found = _shapes[cache_key] = (vector, nz, needs, len(nz) == len(vector), wanted)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _PodFacts:
+    """What grouping reads from a pending pod."""
+
+    signature: tuple  # pods with equal signatures schedule identically
+    key: str
+    order: tuple  # the order of pods within a group [SPEC 3.4]
+
+
+# Facts of pod objects seen recently, by identity: the controller's state hands the same
+# (never edited) pending pods to every scheduling pass until they change, and reading
+# them is a good part of a small solve's setup.
+_facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
+
+
+def _facts_of(pod: Pod) -> _PodFacts:
+    return _facts.remember(
+        (pod,), lambda: _PodFacts(_signature(pod), m.pod_key(pod), _pod_order(pod))
+    )
 
 
 def _signature(pod: Pod) -> tuple:
@@ -177,6 +233,10 @@ def _signature(pod: Pod) -> tuple:
 def _pod_order(pod: Pod) -> tuple:
     meta = pod.get("metadata") or {}
     return (meta.get("creationTimestamp") or "", meta.get("uid") or "", m.pod_key(pod))
+
+
+def _member_order(member: tuple[Pod, _PodFacts]) -> tuple:
+    return member[1].order
 
 
 # --- targets -----------------------------------------------------------------------
@@ -229,6 +289,7 @@ class _Fit:
     signature: str = ""
     idx: np.ndarray | None = None
     counts: np.ndarray | None = None
+    avail: np.ndarray | None = None  # the draft's ``avail`` columns of ``idx``
 
 
 class _Solver:
@@ -254,7 +315,10 @@ class _Solver:
         live = [n for n in snapshot.nodes if not n.marked_for_deletion]
         live.sort(key=lambda n: not n.initialized)  # initialized first, stable otherwise
         self.nodes = [self._node_target(n) for n in live]
-        self.topology = Topology(self._domain_sources, live, bool(self.pools))
+        # not a bound method: the topology holding the solver would make a reference
+        # cycle, and the whole solve's objects would wait for the cyclic collector
+        sources = functools.partial(_domain_sources, self.pools, self.nodes)
+        self.topology = Topology(sources, live, bool(self.pools))
         self._record_existing_anti_affinity()
         self.groups = [g for g in self.groups if self._constrain(g)]
         for group in self.groups:
@@ -279,21 +343,25 @@ class _Solver:
 
     def _group(self, pods: Sequence[Pod]) -> tuple[list[_Group], Plan]:
         plan = Plan()
-        by_signature: dict[tuple, list[Pod]] = {}
+        by_signature: dict[tuple, list[tuple[Pod, _PodFacts]]] = {}
         for pod in pods:
-            by_signature.setdefault(_signature(pod), []).append(pod)
+            facts = _facts_of(pod)
+            by_signature.setdefault(facts.signature, []).append((pod, facts))
         groups = []
         for members in by_signature.values():
-            members.sort(key=_pod_order)
+            members.sort(key=_member_order)
+            first = members[0][0]
             try:
-                volumes = pod_volumes(members[0], self.snapshot.volumes)
-                requests = pod_requests(members[0], self.snapshot.runtime_classes)
+                volumes = pod_volumes(first, self.snapshot.volumes)
+                requests = pod_requests(first, self.snapshot.runtime_classes)
                 group = _Group(members, requests, volumes)
             except (ValueError, TypeError, KeyError) as error:
-                _refuse(plan, members, m.INVALID_SPEC, f"resources or ports: {error}")
+                _refuse(
+                    plan, [p for p, _ in members], m.INVALID_SPEC, f"resources or ports: {error}"
+                )
                 continue
             if volumes.error:
-                _refuse(plan, members, m.VOLUME_ZONES, volumes.error)
+                _refuse(plan, [p for p, _ in members], m.VOLUME_ZONES, volumes.error)
                 continue
             groups.append(group)
         groups.sort(key=lambda g: g.sort_key)
@@ -352,16 +420,6 @@ class _Solver:
                 continue
             total = res.add(total, requests)
         return total
-
-    def _domain_sources(self, key: str) -> dict[str, list[list[dict[str, Any]]]]:
-        sources: dict[str, list[list[dict[str, Any]]]] = {}
-        for pool in self.pools:
-            for domain in pool.domains(key):
-                sources.setdefault(domain, []).append(pool.taints)
-        for target in self.nodes:
-            for domain in target.domains(key):
-                sources.setdefault(domain, []).append(target.node.taints)
-        return sources
 
     def _record_existing_anti_affinity(self) -> None:
         for target in self.nodes:
@@ -684,16 +742,19 @@ class _Solver:
             domains = self._topology(group, constraints, _draft_domains(draft, requirements))
             if isinstance(domains, Rejection):
                 return domains
-            prices = _domain_prices(draft, group.vector, self._joining(group, constraints))
+            joining = functools.partial(self._joining, group, constraints)
+            prices = _domain_prices(draft, group.vector, joining)
             pinned = _pin(requirements, domains, constraints, prices)
             if pinned is not requirements:
                 requirements, signature = pinned, repr(pinned.to_dicts())
-        idx = draft.idx
+        idx, avail = draft.idx, draft.avail
         if signature != draft.sig:
-            idx = idx[draft.pool.compatible_types(requirements, signature)[idx]]
+            compatible = draft.pool.compatible_types(requirements, signature)[idx]
+            if not compatible.all():  # else the same candidates: no copies
+                idx, avail = idx[compatible], avail.compress(compatible, axis=1)
             if not len(idx):
                 return Rejection(m.NO_OFFERING, msg.NO_OFFERING, False)
-        return self._fit_types(draft, group, limit, requirements, signature, idx)
+        return self._fit_types(draft, group, limit, requirements, signature, idx, avail)
 
     def _fit_types(
         self,
@@ -703,11 +764,14 @@ class _Solver:
         requirements: Requirements,
         signature: str,
         idx: np.ndarray,
+        avail: np.ndarray,
     ) -> _Fit | Rejection:
         pool = draft.pool
-        nz = group.nz
-        free = draft.free[idx][:, nz] - draft.used[nz]
-        counts = (free // group.vector[nz]).min(axis=1)
+        room = avail if group.every_dimension else avail[group.nz]
+        if limit == 1:  # whether one pod fits is enough (as counts, True is 1)
+            counts = (room >= group.needs).all(axis=0)
+        else:
+            counts = (room // group.needs).min(axis=0)
         best = int(counts.max()) if len(counts) else 0
         if best <= 0:
             return Rejection(m.RESOURCES, msg.NO_ROOM, True)
@@ -719,7 +783,7 @@ class _Solver:
                 return Rejection(
                     m.MIN_VALUES, msg.detailed(msg.min_values_not_met([key]), detail), True
                 )
-        return _Fit(count, requirements, signature, idx, counts)
+        return _Fit(count, requirements, signature, idx, counts, avail)
 
     def _affinity_owners(self) -> dict[int, list[_Group]]:
         """Per pod affinity (by id): the groups that have it, preferred or required."""
@@ -977,8 +1041,12 @@ class _Solver:
         count = len(keys)
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
-            keep = fit.idx[fit.counts >= count]
-            target.add(fit.requirements, fit.signature, keep, group.vector, keys)
+            assert fit.counts is not None and fit.avail is not None
+            idx, avail = fit.idx, fit.avail
+            keep = fit.counts >= count
+            if not keep.all():  # else every candidate stays: no copies
+                idx, avail = idx[keep], avail.compress(keep, axis=1)
+            target.add(fit.requirements, fit.signature, idx, group.vector, keys, avail)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
         else:
@@ -1000,6 +1068,20 @@ class _Solver:
 
 _pod_count = operator.attrgetter("count")
 _UNCHECKED = 2**62  # room of a claim not checked yet: more than any claim has
+
+
+def _domain_sources(
+    pools: Sequence[PoolCatalog], nodes: Sequence[_Node], key: str
+) -> dict[str, list[list[dict[str, Any]]]]:
+    """Per domain of ``key``: the taints of each pool and node that offers it."""
+    sources: dict[str, list[list[dict[str, Any]]]] = {}
+    for pool in pools:
+        for domain in pool.domains(key):
+            sources.setdefault(domain, []).append(pool.taints)
+    for target in nodes:
+        for domain in target.domains(key):
+            sources.setdefault(domain, []).append(target.node.taints)
+    return sources
 
 
 def _most_within_min_values(
@@ -1095,11 +1177,7 @@ def _draft_domains(draft: Draft, requirements: Requirements) -> Any:
         requirement = requirements.get_requirement(key)
         values = [v for v in sorted(draft.pool.domains(key)) if requirement.has(v)]
         if key in (wk.ZONE, wk.CAPACITY_TYPE) and len(values) > 1:
-            prices = draft.pool.offering_prices(requirements)[draft.idx]
-            axis = (0, 2) if key == wk.ZONE else (0, 1)
-            offered = np.isfinite(prices).any(axis=axis)
-            names = draft.pool.zones if key == wk.ZONE else draft.pool.capacity_types
-            present = {n for n, ok in zip(names, offered, strict=True) if ok}
+            present = draft.pool.offered_values(requirements, draft.idx, key)
             values = [v for v in values if v in present]
         return values
 
@@ -1131,9 +1209,9 @@ def _next_rise(rise: Any, taken: int) -> float:
     return float(rise(taken + 1) - rise(taken))
 
 
-def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> Any:
+def _domain_prices(draft: Draft, requests: np.ndarray, joining: Callable[[], np.ndarray]) -> Any:
     """``price(key, requirements)``: per value of the zone or capacity type, (what the
-    pods to come, ``joining`` in all, cost there on the draft's candidate types, how many
+    pods to come, ``joining()`` in all, cost there on the draft's candidate types, how many
     values of the other key offer room there); other keys have no prices. That cost is
     the cheapest type that holds them all, else the cheapest count of nodes of one type
     their requests need at least; each type must have room for the pod at hand
@@ -1145,13 +1223,14 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: np.ndarray) -> A
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        free = draft.free[draft.idx] - draft.used  # [t, dimension]
-        prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-        if joining is requests:  # the pod alone: the cheapest offering with room for it
-            room = (free >= requests).all(axis=1)
-            by_domain = prices[room].min(axis=0, initial=np.inf)  # [z, c]
+        free = draft.avail  # [dimension, t]
+        joined = joining()  # asked only when a choice is priced
+        if joined is requests:  # the pod alone: the cheapest offering with room for it
+            room = draft.idx[(free >= requests[:, None]).all(axis=0)]
+            by_domain = pool.offering_prices(requirements)[room].min(axis=0, initial=np.inf)
         else:
-            by_domain = _group_prices(free, prices, requests, joining)
+            prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
+            by_domain = _group_prices(free.T, prices, requests, joined)
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
@@ -1196,7 +1275,8 @@ def _pin(
         if key == wk.HOSTNAME:
             continue
         groups = own.get(key, ())
-        if any(_single_domain(tg, constraints) for tg in groups):
+        # one value left is the choice already: no prices needed to rank it
+        if len(values) > 1 and any(_single_domain(tg, constraints) for tg in groups):
             counts, prices = groups[0].counts, price(key, out)  # consistent with earlier pins
             offered = [v for v in values if prices.get(v, (0.0, 0))[0] < np.inf] or values
             values = [min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))]
