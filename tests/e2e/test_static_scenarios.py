@@ -179,3 +179,12 @@ def test_the_example_holds_its_expectations() -> None:
     assert result.failures == []
     drifted = [c for c in result.nodeclaims if c.disruption_reason == "Drifted"]
     assert len(drifted) == 1
+
+
+def test_replicas_0_removes_every_node_and_the_pool_can_grow_again() -> None:
+    """replicas may be 0 (the CRD's minimum): the pool keeps no node; raised to 2 again,
+    two new nodes come."""
+    result = _run([_pool(2)], [_scale(0), {"settle": "5m"}, _scale(2), {"settle": "5m"}])
+    assert _nodes(result, step=2) == []
+    assert len(result.final.managed_nodes) == 2
+    assert len(result.nodeclaims) == 4
