@@ -173,3 +173,16 @@ def test_an_overlay_for_spot_leaves_the_on_demand_price_alone() -> None:
         )
     )
     assert _launched(on_demand) == [DEAR, DEAR]
+
+
+def test_an_overlay_on_a_type_the_pool_excludes_does_not_bring_it_in() -> None:
+    """The pool allows only the dear type; an overlay pricing the cheap one at 0.01 does
+    not make the pool launch it: overlays change what a pool may use, never what it may
+    not."""
+    doc = _scenario([_overlay("cheaper-still", [CHEAP], price="0.01")])
+    pool = next(o for o in doc["spec"]["objects"] if o["kind"] == "NodePool")
+    pool["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [DEAR]}
+    )
+    _, result = _run(doc)
+    assert _launched(result) == [DEAR, DEAR]
