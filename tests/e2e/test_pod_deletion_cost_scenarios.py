@@ -164,3 +164,13 @@ def test_a_drifted_node_is_ranked_ahead_of_the_others() -> None:
     assert [n for n, _ in sorted(after.items(), key=lambda kv: kv[1])][1:] == [
         n for n, _ in sorted(before.items(), key=lambda kv: kv[1])
     ][:2]
+
+
+def test_a_pdb_allowing_no_eviction_leaves_every_node_unranked() -> None:
+    """The web pods' PDB allows no eviction: consolidation cannot drain any of their
+    nodes, so none is ranked and no pod has the annotation."""
+    pdb = testing.pod_disruption_budget(APP, max_unavailable=0)
+    simulation, _ = _run(_scenario(True, [{"advance": "3m"}], extra=(pdb,)))
+    costs = _costs(simulation)
+    assert len(costs) == 3
+    assert all(v == {None} for v in costs.values())
