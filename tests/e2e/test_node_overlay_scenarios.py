@@ -21,8 +21,14 @@ SLICE = "example.com/gpu-slice"
 CHEAP, DEAR = "cheap-4x16", "dear-4x16"
 
 
-def _overlay(name: str, types: list[str], **spec: Any) -> dict[str, Any]:
+def _overlay(
+    name: str, types: list[str], capacity_types: tuple[str, ...] = (), **spec: Any
+) -> dict[str, Any]:
     requirements = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}]
+    if capacity_types:
+        requirements.append(
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity_types)}
+        )
     return {
         "apiVersion": "karpenter.sh/v1alpha1",
         "kind": "NodeOverlay",
@@ -145,3 +151,38 @@ def test_consolidation_sees_an_overlay_added_later() -> None:
     replaced = [c for c in result.nodeclaims if c.instance_type == CHEAP]
     assert len(replaced) == 2
     assert all(c.disruption_reason == "Underutilized" for c in replaced)
+
+
+def test_an_overlay_selecting_no_offered_type_changes_nothing() -> None:
+    """Requirements that match no instance type this cluster offers: valid, applied
+    nowhere, so the cheap type is launched as without it."""
+    simulation, result = _run(_scenario([_overlay("nothing", ["absent-4x16"], price="0.01")]))
+    assert _launched(result) == [CHEAP, CHEAP]
+    assert _validation(simulation, "nothing") == ("True", "ValidationSucceeded", "")
+
+
+def test_an_overlay_for_spot_leaves_the_on_demand_price_alone() -> None:
+    """The capacity-type requirement narrows the overlay to the type's spot offerings;
+    the pool launches on-demand, where the cheap type keeps its price."""
+    spot_only = _overlay("spot-double", [CHEAP], capacity_types=("spot",), priceAdjustment="+100%")
+    _, result = _run(_scenario([spot_only]))
+    assert _launched(result) == [CHEAP, CHEAP]
+    _, on_demand = _run(
+        _scenario(
+            [_overlay("od-double", [CHEAP], capacity_types=("on-demand",), priceAdjustment="+100%")]
+        )
+    )
+    assert _launched(on_demand) == [DEAR, DEAR]
+
+
+def test_an_overlay_on_a_type_the_pool_excludes_does_not_bring_it_in() -> None:
+    """The pool allows only the dear type; an overlay pricing the cheap one at 0.01 does
+    not make the pool launch it: overlays change what a pool may use, never what it may
+    not."""
+    doc = _scenario([_overlay("cheaper-still", [CHEAP], price="0.01")])
+    pool = next(o for o in doc["spec"]["objects"] if o["kind"] == "NodePool")
+    pool["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [DEAR]}
+    )
+    _, result = _run(doc)
+    assert _launched(result) == [DEAR, DEAR]

@@ -153,3 +153,22 @@ def test_once_the_pool_is_healthy_enough_again_the_blocked_node_is_repaired() ->
     assert _reasons(result, "NodeRepairBlocked")
     assert len(result.final.managed_nodes) == 5
     assert result.final.pods_running == 10
+
+
+def test_ready_unknown_is_tolerated_30_minutes_as_ready_false() -> None:
+    """A node that stops reporting (Ready=Unknown) is repaired after the same 30 minutes."""
+    result = _run(_scenario([_unhealthy(1, status="Unknown"), {"advance": "40m"}]))
+    (repaired,) = _repaired(result)
+    record = next(c for c in result.nodeclaims if c.name == repaired)
+    assert record.deleted_at is not None
+    assert record.deleted_at - _became_unhealthy_at(result) == pytest.approx(30 * 60, abs=1)
+
+
+def test_the_only_node_of_a_pool_is_repaired() -> None:
+    """20% of one node, rounded up, is one node: a one-node pool is never too unhealthy
+    to repair (upstream rounds the threshold up the same way)."""
+    result = _run(_scenario([_unhealthy(1), {"advance": "40m"}, {"settle": "10m"}], replicas=2))
+    assert len(_repaired(result)) == 1
+    assert _reasons(result, "NodeRepairBlocked") == []
+    assert len(result.final.managed_nodes) == 1
+    assert result.final.pods_running == 2

@@ -12,7 +12,9 @@ from typing import Any
 import yaml
 from joiner import testing
 from joiner.api import labels as wk
-from joiner.controllers.deletioncost import DISRUPTING
+from joiner.api import nodeclaim as nc
+from joiner.api.conditions import set_condition
+from joiner.controllers.deletioncost import DISRUPTING, PodDeletionCost
 from joiner.controllers.disruption.candidates import build_candidates
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
@@ -112,8 +114,6 @@ def test_a_do_not_disrupt_pod_takes_the_annotation_off_its_node() -> None:
 
 
 def test_a_node_being_disrupted_gets_the_least_cost() -> None:
-    from joiner.controllers.deletioncost import PodDeletionCost
-
     simulation, _ = _run(_scenario(True, [{"advance": "3m"}]))
     operator = simulation.operator
     assert operator.deletion_cost is not None
@@ -142,6 +142,35 @@ def test_a_pool_never_consolidated_has_no_node_ranked() -> None:
     """consolidateAfter: Never: consolidation will not remove these nodes, so a scale-in
     is left to the ReplicaSet's own ranking: no annotation (as upstream's)."""
     simulation, _ = _run(_scenario(True, [{"advance": "3m"}], consolidate_after="Never"))
+    costs = _costs(simulation)
+    assert len(costs) == 3
+    assert all(v == {None} for v in costs.values())
+
+
+def test_a_drifted_node_is_ranked_ahead_of_the_others() -> None:
+    """The node ranked last (-1) drifts: drifted nodes within the Drifted budget come
+    before every other candidate, so it is ranked first (-3) and the others move up."""
+    simulation, _ = _run(_scenario(True, [{"advance": "3m"}]))
+    deletion_cost = simulation.operator.deletion_cost
+    assert isinstance(deletion_cost, PodDeletionCost)
+    before = deletion_cost.costs()
+    last = next(name for name, cost in before.items() if cost == -1)
+    node = next(sn for sn in simulation.operator.state.managed_nodes() if sn.name == last)
+    assert node.nodeclaim is not None
+    set_condition(node.nodeclaim.status.conditions, nc.DRIFTED, "True", simulation.clock.now())
+    after = deletion_cost.costs()
+    assert after[last] == -3
+    assert sorted(after.values()) == [-3, -2, -1]
+    assert [n for n, _ in sorted(after.items(), key=lambda kv: kv[1])][1:] == [
+        n for n, _ in sorted(before.items(), key=lambda kv: kv[1])
+    ][:2]
+
+
+def test_a_pdb_allowing_no_eviction_leaves_every_node_unranked() -> None:
+    """The web pods' PDB allows no eviction: consolidation cannot drain any of their
+    nodes, so none is ranked and no pod has the annotation."""
+    pdb = testing.pod_disruption_budget(APP, max_unavailable=0)
+    simulation, _ = _run(_scenario(True, [{"advance": "3m"}], extra=(pdb,)))
     costs = _costs(simulation)
     assert len(costs) == 3
     assert all(v == {None} for v in costs.values())

@@ -179,3 +179,33 @@ def test_the_example_holds_its_expectations() -> None:
     assert result.failures == []
     drifted = [c for c in result.nodeclaims if c.disruption_reason == "Drifted"]
     assert len(drifted) == 1
+
+
+def test_replicas_0_removes_every_node_and_the_pool_can_grow_again() -> None:
+    """replicas may be 0 (the CRD's minimum): the pool keeps no node; raised to 2 again,
+    two new nodes come."""
+    result = _run([_pool(2)], [_scale(0), {"settle": "5m"}, _scale(2), {"settle": "5m"}])
+    assert _nodes(result, step=2) == []
+    assert len(result.final.managed_nodes) == 2
+    assert len(result.nodeclaims) == 4
+
+
+def test_a_scale_down_past_the_budget_still_waits_for_pod_disruption_budgets() -> None:
+    """Two nodes of one 3-CPU pod each, a PDB allowing no eviction; down to 1: the
+    surplus node is deleted at once but its drain holds; once the PDB allows one
+    eviction the node goes, and its pod stays pending (the pool does not grow for it)."""
+    app = testing.deployment("app", replicas=2, cpu="3", memory="1Gi")
+    pdb = testing.pod_disruption_budget("app", max_unavailable=0)
+    relaxed = testing.pod_disruption_budget("app", max_unavailable=1)
+    result = _run(
+        [_pool(2), app, pdb],
+        [_scale(1), {"advance": "10m"}, {"apply": [relaxed]}, {"settle": "10m"}],
+    )
+    held = result.steps[2].snapshot
+    assert (len(held.managed_nodes), held.pods_running) == (2, 2)
+    assert {m for _, m in _events(result, "FailedDraining")} == {
+        "Eviction blocked: Cannot evict pod as it would violate the pod's disruption budget."
+    }
+    assert len(result.final.managed_nodes) == 1
+    assert result.totals.evictions == 1
+    assert len(result.final.pending_pods) == 1
