@@ -488,8 +488,8 @@ class Disruption:
     def _displaced_pods(self) -> list[Pod]:
         """The reschedulable pods of the nodes being deleted or marked for deletion, as
         Karpenter's disruption simulations add them: they need a home too, so the room
-        they will take is not the candidates'. (A process restarted in the middle of a
-        drain would otherwise size a replacement as if that room were free.)"""
+        they will take is not the candidates'. (A pass during a drain blocked by a
+        PodDisruptionBudget would otherwise size a replacement as if that room were free.)"""
         marks = frozenset(self.state.marked_for_deletion)
         return self.state.memo(
             ("disruption.displaced", marks),
