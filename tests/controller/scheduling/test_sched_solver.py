@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.cloudprovider.fake import benchmark_instance_types
-from joiner.scheduling.model import INVALID_SPEC
+from joiner.scheduling.model import INVALID_SPEC, ClusterSnapshot, ExistingNode
 from joiner.scheduling.pods import pod_requests
 from joiner.scheduling.solver import solve
 from sched_builders import pod, reasons, run
@@ -124,3 +124,35 @@ def test_a_solve_leaves_no_reference_cycles_for_the_collector():
         gc.enable()
     assert len(plan.nodeclaims) > 1
     assert unreachable == 0
+
+
+def test_pod_objects_solved_again_are_judged_against_the_cluster_of_that_solve():
+    # What solves remember of a pod object (grouping facts, parsed terms, node
+    # requirements) holds no cluster state: the same pod objects give the same plan
+    # again, and against a cluster whose zone 1 already runs two pods of their spread,
+    # they keep out of zone 1.
+    web = {"app": "web"}
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": wk.ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": web},
+        }
+    ]
+    pods = [pod(f"web{i}", labels=web, topologySpreadConstraints=spread) for i in range(2)]
+    first = run(pods)
+    assert run(pods) == first
+    assert sorted(nc.labels[wk.ZONE] for nc in first.nodeclaims) == ["test-zone-1", "test-zone-2"]
+    node = ExistingNode(
+        "busy",
+        {wk.ZONE: "test-zone-1", wk.HOSTNAME: "busy"},
+        {"cpu": 0, "memory": 0, "pods": 10000},
+        pods=[pod(f"old{i}", labels=web) for i in range(2)],
+    )
+    crowded = run(pods, snapshot=ClusterSnapshot(nodes=[node]))
+    assert crowded.unplaceable == {}
+    assert sorted(nc.labels[wk.ZONE] for nc in crowded.nodeclaims) == [
+        "test-zone-2",
+        "test-zone-3",
+    ]
