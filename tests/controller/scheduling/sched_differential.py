@@ -212,6 +212,20 @@ def _selects(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in wanted.items())
 
 
+def spread_within_max_skew(document: Document, key: str) -> bool:
+    """It spreads with DoNotSchedule and maxSkew 2 or more over zones or capacity types:
+    kube-scheduler (and Joiner) accept any domain within maxSkew, Joiner the emptiest
+    where a type with room is offered; upstream takes the emptiest domain alone and, when
+    no type with room is offered there, leaves the pod pending."""
+    spec = _pod(document, key).get("spec") or {}
+    return any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        and int(c.get("maxSkew", 1)) >= 2
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+
+
 def daemonset_its_selection_excludes(document: Document, key: str) -> bool:
     """Its nodeSelector and required node affinity exclude the nodes some DaemonSet
     selects (the DaemonSet's own selection contradicts it on a key): Joiner counts a
@@ -249,6 +263,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
     "daemonsets a pod's node selection excludes": daemonset_its_selection_excludes,
+    "spread within maxSkew": spread_within_max_skew,
 }
 
 

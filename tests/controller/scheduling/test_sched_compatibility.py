@@ -63,6 +63,7 @@ CASES = {
     "daemonsets a pod's node selection excludes": Case(
         "daemonsets-the-pod-excludes.json", 0, 0, 0, 1, 1, 0
     ),
+    "spread within maxSkew": Case("spread-within-max-skew.json", 0, 0, 0, 1, 1, 1),
 }
 
 
