@@ -117,14 +117,20 @@ class Provisioner(Controller):
         return DONE
 
     def provision(self) -> Plan | None:
-        pods = self.state.provisionable_pods()
-        self.metrics.pending_pods.set(len(pods))
-        if not pods:
+        """Plan for the pending pods together with the pods of the nodes going away
+        [SCHED-3], as Karpenter's ``Provisioner.Schedule``: a drain held by a
+        PodDisruptionBudget gets room for all its pods in one decision, not a node per
+        eviction. Those nodes are out of the snapshot, so their pods do not stay put."""
+        pending = self.state.provisionable_pods()
+        self.metrics.pending_pods.set(len(pending))
+        if not pending:
             return None
+        pods = pending + self.state.leaving_pods()
         pools = self.ready_nodepools()
         instance_types = {pool.name: self._instance_types(pool) for pool in pools}
+        snapshot = self.state.snapshot(exclude=self.state.marked_for_deletion)
         started = time.perf_counter()  # compute time for the metric, not a decision input
-        plan = solve(pods, pools, instance_types, self.state.snapshot())
+        plan = solve(pods, pools, instance_types, snapshot)
         self.metrics.scheduling_duration.observe(time.perf_counter() - started)
         self.metrics.unschedulable_pods.set(len(plan.unplaceable))
         self._act_on(plan, {pod_key(p): p for p in pods})

@@ -323,6 +323,19 @@ class ClusterState:
         claim_marked = sn.nodeclaim is not None and sn.nodeclaim.name in marked
         return sn.deleting or sn.name in marked or claim_marked
 
+    def leaving_pods(self) -> list[dict[str, Any]]:
+        """The reschedulable pods of the nodes going away (see ``leaving``): they need a
+        home too, so both the provisioner and the disruption simulations place them, as
+        Karpenter's do. A pod evicted from such a node is terminating, so it is no longer
+        one of them; its replacement is pending: counted once either way."""
+        marks = frozenset(self.marked_for_deletion)
+        return self.memo(
+            ("leaving-pods", marks),
+            lambda: self.reschedulable_pods(
+                sn.name for sn in self.state_nodes() if self.leaving(sn)
+            ),
+        )
+
     def reschedulable_pods(self, node_names: Iterable[str]) -> list[dict[str, Any]]:
         """Pods that must find a new home if these nodes go: not daemonset, mirror,
         terminal or already terminating pods."""

@@ -249,6 +249,31 @@ def test_a_node_is_leaving_when_deleted_or_marked_by_either_name(state: ClusterS
     assert leaving == {"claim-deleting", "node-deleting", "claim-marked", "node-marked"}
 
 
+def test_leaving_pods_are_the_reschedulable_pods_of_the_nodes_going_away(
+    state: ClusterState,
+) -> None:
+    """What the provisioner and the disruption simulations both place: not a pod of a
+    node that stays, not one already evicted (terminating); a node marked after the
+    list was first read counts at once (marks are no watch event)."""
+    for name in ("stays", "deleting", "marked"):
+        claim = nodeclaim(name, f"aws:///a/{name}")
+        if name == "deleting":
+            claim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        state.apply("ADDED", claim)
+        state.apply("ADDED", node(f"node-{name}", f"aws:///a/{name}"))
+        state.apply("ADDED", pod(f"on-{name}", node=f"node-{name}"))
+    state.apply(
+        "ADDED", pod("evicted", node="node-deleting", deletionTimestamp="2026-01-01T00:00:00Z")
+    )
+
+    def names() -> list[str]:
+        return [p["metadata"]["name"] for p in state.leaving_pods()]
+
+    assert names() == ["on-deleting"]
+    state.marked_for_deletion.add("marked")
+    assert sorted(names()) == ["on-deleting", "on-marked"]
+
+
 def test_nodepool_usage_counts_capacity_and_nodes(state: ClusterState) -> None:
     state.apply("ADDED", nodeclaim("c1", "aws:///a/1", capacity={"cpu": "2", "memory": "4Gi"}))
     state.apply("ADDED", nodeclaim("c2", "aws:///a/2", capacity={"cpu": "4", "memory": "8Gi"}))

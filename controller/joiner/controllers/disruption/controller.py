@@ -28,7 +28,7 @@ from joiner.controllers.static import active_claims, node_room, pool_claims, tem
 from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
 from joiner.identity import IdentityCache
 from joiner.metrics import Metrics
-from joiner.scheduling.model import Plan, Pod, Unplaceable, VolumeCatalog, pod_key
+from joiner.scheduling.model import Plan, Unplaceable, VolumeCatalog, pod_key
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
 from joiner.scheduling.solver import solve
@@ -463,13 +463,13 @@ class Disruption:
 
     def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
         """Where the candidates' pods would go without them, with the pods of the nodes
-        going away (see _displaced_pods). A candidate's pod that would go to a node still
+        going away (``ClusterState.leaving_pods``). A candidate's pod that would go to a node still
         starting makes the plan unplaceable for now, as in Karpenter: that room may be
         what the node was launched for (a replacement a restarted process no longer
         remembers, pods nominated to it), and a second node for the same pods would be a
         double launch; once the node is initialized the pass tries again. A displaced pod
         may go there: that node may well be its own replacement."""
-        displaced = self._displaced_pods()
+        displaced = self.state.leaving_pods()
         pods = [p for c in candidates for p in c.pods] + displaced
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
         snapshot = self.state.snapshot(exclude=exclude)
@@ -484,19 +484,6 @@ class Disruption:
                     pod, STARTING_NODE, f"would schedule on {node}, which is not initialized yet"
                 )
         return plan
-
-    def _displaced_pods(self) -> list[Pod]:
-        """The reschedulable pods of the nodes being deleted or marked for deletion, as
-        Karpenter's disruption simulations add them: they need a home too, so the room
-        they will take is not the candidates'. (A pass during a drain blocked by a
-        PodDisruptionBudget would otherwise size a replacement as if that room were free.)"""
-        marks = frozenset(self.state.marked_for_deletion)
-        return self.state.memo(
-            ("disruption.displaced", marks),
-            lambda: self.state.reschedulable_pods(
-                sn.name for sn in self.state.state_nodes() if self.state.leaving(sn)
-            ),
-        )
 
     def _instance_types(self, pool_name: str) -> Sequence[InstanceType]:
         if pool_name not in self._types:
