@@ -121,6 +121,13 @@ SETTINGS: tuple[Setting, ...] = (
         "300",
         "Requests the controller may send at once above KUBE_CLIENT_QPS.",
     ),
+    Setting(
+        "MIN_VALUES_POLICY",
+        "min_values_policy",
+        "Strict",
+        "Strict: a launch that cannot keep a NodePool's minValues leaves its pods pending "
+        "(upstream's BestEffort is not supported).",
+    ),
     Setting("LOG_LEVEL", "log_level", "info", "One of debug, info, warn, error."),
     Setting(
         "BIND_ADDRESS",
@@ -240,6 +247,20 @@ def _parse_log_level(name: str, raw: str) -> str:
     return level
 
 
+def _parse_min_values_policy(name: str, raw: str) -> str:
+    """Only upstream's default: the scheduler keeps minValues strictly [SCHED-5]. BestEffort
+    is refused at start-up rather than accepted and silently run as Strict."""
+    policy = raw.strip()
+    if policy == "BestEffort":
+        raise SettingsError(
+            f"{name}: BestEffort is not supported by Joiner; minValues is always kept strictly "
+            "(remove the variable or set Strict)"
+        )
+    if policy != "Strict":
+        raise SettingsError(f"{name}: unknown policy {raw!r} (expected Strict)")
+    return policy
+
+
 def _parse_feature_gates(name: str, raw: str) -> FeatureGates:
     """``A=true,B=false`` over the defaults; unknown gates are errors, not typos ignored."""
     values: dict[str, bool] = {}
@@ -265,6 +286,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "ip_address": _parse_ip_address,
     "bool": _parse_bool,
     "log_level": _parse_log_level,
+    "min_values_policy": _parse_min_values_policy,
     "feature_gates": _parse_feature_gates,
 }
 
@@ -286,6 +308,7 @@ class Settings:
     feature_gates: FeatureGates
     kube_client_qps: float
     kube_client_burst: int
+    min_values_policy: str
     log_level: str
     bind_address: str
     metrics_port: int

@@ -51,6 +51,12 @@ def test_missing_cluster_name_exits_with_one_line(capsys: pytest.CaptureFixture[
             "BIND_ADDRESS: invalid IP address '0.0.0.0:8080' (expected e.g. 0.0.0.0, 127.0.0.1 "
             "or ::)",
         ),
+        (
+            "MIN_VALUES_POLICY",
+            "BestEffort",
+            "MIN_VALUES_POLICY: BestEffort is not supported by Joiner; minValues is always kept "
+            "strictly (remove the variable or set Strict)",
+        ),
     ],
 )
 def test_malformed_setting_names_the_variable(

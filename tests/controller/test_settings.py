@@ -25,6 +25,7 @@ def test_defaults() -> None:
         feature_gates=FeatureGates(spot_to_spot_consolidation=False, node_repair=False),
         kube_client_qps=200.0,
         kube_client_burst=300,
+        min_values_policy="Strict",
         log_level="info",
         bind_address="0.0.0.0",
         metrics_port=8080,
@@ -217,6 +218,15 @@ def test_node_overlay_and_pod_deletion_cost_gates_are_upstreams_and_off_by_defau
         {"CLUSTER_NAME": "c", "FEATURE_GATES": "NodeOverlay=true,PodDeletionCostManagement=true"}
     ).feature_gates
     assert gates == FeatureGates(node_overlay=True, pod_deletion_cost_management=True)
+
+
+def test_min_values_policy_is_strict_by_default_and_only_strict() -> None:
+    assert Settings.from_env({"CLUSTER_NAME": "c"}).min_values_policy == "Strict"
+    given = Settings.from_env({"CLUSTER_NAME": "c", "MIN_VALUES_POLICY": "Strict"}, strict=True)
+    assert given.min_values_policy == "Strict"
+    with pytest.raises(SettingsError) as error:
+        Settings.from_env({"CLUSTER_NAME": "c", "MIN_VALUES_POLICY": "strict"})
+    assert str(error.value) == "MIN_VALUES_POLICY: unknown policy 'strict' (expected Strict)"
 
 
 def test_settings_are_frozen() -> None:
