@@ -55,7 +55,7 @@ def check_file(name: str, strict: bool = False) -> Iterator[tuple[str, bool]]:
     try:
         text = yamlio.read_text(sys.stdin.buffer if name == STDIN else name)
     except (OSError, UnicodeDecodeError, yamlio.InputTooLarge) as error:
-        yield f"{label}: cannot read: {_reason(error)}", False
+        yield f"{label}: cannot read: {read_problem(error)}", False
         return
     found = False
     for line, ok in _check_text(label, text, strict):
@@ -69,13 +69,13 @@ def _check_text(label: str, text: str, strict: bool) -> Iterator[tuple[str, bool
     index = 0
     try:
         for index, document in enumerate(yamlio.load_all(text), start=1):
-            for obj in _objects(document):
+            for obj in objects_of(document):
                 yield from _check_object(label, index, obj, strict)
     except yamlio.YAMLInputError as error:
         yield f"{label}: document {index + 1}: {error}", False
 
 
-def _objects(document: Any) -> list[Any]:
+def objects_of(document: Any) -> list[Any]:
     """The objects of one document: none for an empty one, the items of a ``kind: List``."""
     if document is None:
         return []
@@ -121,7 +121,7 @@ def _describe(obj: Any, index: int) -> str:
     return f"{kind} in document {index}" if kind else f"document {index}"
 
 
-def _reason(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
+def read_problem(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
     if isinstance(error, UnicodeDecodeError):
         return "not UTF-8 text"
     if isinstance(error, OSError):

@@ -1,0 +1,303 @@
+"""v1alpha5 ``Provisioner`` (karpenter.sh) and v1alpha1 ``AWSNodeTemplate``
+(karpenter.k8s.aws) to v1 ``NodePool`` and ``EC2NodeClass``, as karpenter-convert and
+upstream's v1beta1 and v1 migration guides map them (the table is
+``joiner.convert.fields``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from joiner.api import labels as wk
+from joiner.api.duration import NEVER
+from joiner.api.serialize import optional_fields
+from joiner.convert import fields as f
+from joiner.convert.common import (
+    DEFAULT_AMI_FAMILY,
+    ROLE_PLACEHOLDER,
+    Converted,
+    KubeletMove,
+    Options,
+    ami_fields,
+    renamed_annotations,
+    renamed_requirements,
+    seconds_to_duration,
+    section,
+    source_of,
+    v1_metadata,
+)
+from joiner.convert.notes import field_notes
+from joiner.convert.report import ConversionError
+
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+# The requirements v1alpha5's AWS webhook added when a Provisioner left the key out
+# (karpenter-convert writes them too unless --ignore-defaults).
+_INSTANCE_SHAPE_KEYS = (
+    wk.INSTANCE_TYPE,
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-generation",
+)
+_DEFAULTS: tuple[tuple[tuple[str, ...], tuple[dict[str, Any], ...]], ...] = (
+    (("kubernetes.io/os",), ({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},)),
+    (
+        ("kubernetes.io/arch",),
+        ({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},),
+    ),
+    (
+        (wk.CAPACITY_TYPE,),
+        ({"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},),
+    ),
+    (
+        _INSTANCE_SHAPE_KEYS,
+        (
+            {
+                "key": "karpenter.k8s.aws/instance-category",
+                "operator": "In",
+                "values": ["c", "m", "r"],
+            },
+            {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]},
+        ),
+    ),
+)
+
+
+def convert_provisioner(obj: dict[str, Any], options: Options) -> Converted:
+    source, metadata = source_of(obj), v1_metadata(obj)
+    name = metadata["name"]
+    spec = section(obj, "spec", source)
+    provider, ref = spec.get("provider"), spec.get("providerRef")
+    if provider is not None and ref is not None:
+        raise ConversionError(source, "spec.provider", "set either provider or providerRef")
+    class_name = _referenced_class(ref, source) if ref is not None else name
+    targets = {"NodePool": name, "EC2NodeClass": class_name}
+    out = Converted(targets, field_notes(obj, source, targets))
+    claim = _claim_spec(spec, class_name, source, options, out)
+    template: dict[str, Any] = {"spec": claim}
+    labels, annotations = spec.get("labels"), spec.get("annotations")
+    if annotations is not None:
+        annotations = renamed_annotations(annotations, source, "spec.annotations")
+    meta = optional_fields({}, labels=labels, annotations=annotations)
+    if meta:
+        template = {"metadata": meta, **template}
+    pool_spec: dict[str, Any] = {"template": template, "disruption": _disruption(spec, source, out)}
+    limits = section(obj, "spec.limits", source).get("resources")
+    optional_fields(pool_spec, limits=limits, weight=spec.get("weight"))
+    pool = {
+        "apiVersion": f.NODEPOOL[0],
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": pool_spec,
+    }
+    out.objects.append(pool)
+    if provider is not None:
+        if not isinstance(provider, dict):
+            raise ConversionError(source, "spec.provider", "expected an object")
+        class_spec = node_class_spec(provider, source, "spec.provider", options, out)
+        out.objects.append(_node_class({"name": name}, class_spec))
+    kubelet = spec.get("kubeletConfiguration")
+    if kubelet is not None:
+        if not isinstance(kubelet, dict):
+            raise ConversionError(source, "spec.kubeletConfiguration", "expected an object")
+        moved = {k: copy.deepcopy(v) for k, v in kubelet.items() if k in f.KUBELET_FIELDS}
+        if moved:
+            out.kubelets.append(KubeletMove(class_name, moved, source, "spec.kubeletConfiguration"))
+    return out
+
+
+def convert_node_template(obj: dict[str, Any], options: Options) -> Converted:
+    source, metadata = source_of(obj), v1_metadata(obj)
+    targets = {"EC2NodeClass": metadata["name"]}
+    out = Converted(targets, field_notes(obj, source, targets))
+    spec = section(obj, "spec", source)
+    class_spec = node_class_spec(spec, source, "spec", options, out)
+    out.objects.append(_node_class(metadata, class_spec))
+    return out
+
+
+def node_class_spec(
+    aws: dict[str, Any], source: str, at: str, options: Options, out: Converted
+) -> dict[str, Any]:
+    """The v1 EC2NodeClass spec of an AWSNodeTemplate's spec or a Provisioner's
+    ``spec.provider`` (at ``at``)."""
+    spec: dict[str, Any] = {}
+    for old, new in (
+        ("subnetSelector", "subnetSelectorTerms"),
+        ("securityGroupSelector", "securityGroupSelectorTerms"),
+    ):
+        if aws.get(old) is not None:
+            spec[new] = _id_or_tag_terms(aws[old], source, f"{at}.{old}")
+    family = aws.get("amiFamily")
+    if family is None:
+        family = DEFAULT_AMI_FAMILY
+        out.added(
+            source,
+            f"{at}.amiFamily",
+            "EC2NodeClass spec.amiSelectorTerms",
+            "unset: AL2, the old default",
+        )
+    terms = _ami_terms(aws.get("amiSelector"), source, f"{at}.amiSelector")
+    spec.update(ami_fields(family, terms, source, f"{at}.amiFamily"))
+    if aws.get("instanceProfile") is not None:
+        spec["instanceProfile"] = aws["instanceProfile"]
+    else:
+        spec["role"] = options.role or ROLE_PLACEHOLDER
+        out.added(
+            source,
+            f"{at}.instanceProfile",
+            "EC2NodeClass spec.role",
+            "unset: the nodes used the controller's default instance profile; "
+            + (
+                f"role {options.role} as given"
+                if options.role
+                else f"replace {ROLE_PLACEHOLDER} with that profile's role (or use --role)"
+            ),
+        )
+    mappings = aws.get("blockDeviceMappings")
+    if mappings is not None:
+        if not isinstance(mappings, list):
+            raise ConversionError(source, f"{at}.blockDeviceMappings", "expected a list")
+        mappings = [
+            {k: v for k, v in m.items() if k != "virtualName"}
+            for m in mappings
+            if isinstance(m, dict)
+        ]
+    return optional_fields(
+        spec,
+        userData=aws.get("userData"),
+        tags=aws.get("tags"),
+        context=aws.get("context"),
+        metadataOptions=aws.get("metadataOptions"),
+        detailedMonitoring=aws.get("detailedMonitoring"),
+        blockDeviceMappings=mappings,
+    )
+
+
+def _node_class(metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f.EC2NODECLASS[0],
+        "kind": "EC2NodeClass",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def _referenced_class(ref: Any, source: str) -> str:
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str) or not ref["name"]:
+        raise ConversionError(source, "spec.providerRef.name", "required")
+    kind = ref.get("kind", "AWSNodeTemplate")
+    if kind != "AWSNodeTemplate":
+        raise ConversionError(
+            source, "spec.providerRef.kind", f"expected AWSNodeTemplate, got {kind!r}"
+        )
+    return ref["name"]
+
+
+def _claim_spec(
+    spec: dict[str, Any], class_name: str, source: str, options: Options, out: Converted
+) -> dict[str, Any]:
+    requirements = renamed_requirements(spec.get("requirements") or [], source, "spec.requirements")
+    if not options.ignore_defaults:
+        requirements += _default_requirements(requirements, source, out)
+    claim: dict[str, Any] = {
+        "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": class_name},
+        "requirements": requirements,
+    }
+    optional_fields(claim, taints=spec.get("taints"), startupTaints=spec.get("startupTaints"))
+    ttl = spec.get("ttlSecondsUntilExpired")
+    if ttl is None:
+        claim["expireAfter"] = NEVER
+        out.added(
+            source,
+            "spec.ttlSecondsUntilExpired",
+            "NodePool spec.template.spec.expireAfter",
+            "unset: Never, as v1alpha5 nodes did not expire (v1's default is 720h)",
+        )
+    else:
+        claim["expireAfter"] = seconds_to_duration(ttl, source, "spec.ttlSecondsUntilExpired")
+    return claim
+
+
+def _default_requirements(
+    requirements: list[Any], source: str, out: Converted
+) -> list[dict[str, Any]]:
+    keys = {r.get("key") for r in requirements}
+    added: list[dict[str, Any]] = []
+    for trigger, defaults in _DEFAULTS:
+        if keys.isdisjoint(trigger):
+            for requirement in defaults:
+                added.append(copy.deepcopy(requirement))
+                out.added(
+                    source,
+                    "spec.requirements",
+                    "NodePool spec.template.spec.requirements",
+                    f"{requirement['key']} {requirement['operator']} {requirement['values']}: the "
+                    "v1alpha5 default (convert with --ignore-defaults to leave it out)",
+                )
+    return added
+
+
+def _disruption(spec: dict[str, Any], source: str, out: Converted) -> dict[str, Any]:
+    enabled = section(spec, "consolidation", source).get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise ConversionError(
+            source, "spec.consolidation.enabled", f"expected true or false, got {enabled!r}"
+        )
+    ttl = spec.get("ttlSecondsAfterEmpty")
+    if enabled and ttl is not None:
+        raise ConversionError(
+            source,
+            "spec.ttlSecondsAfterEmpty",
+            "not with spec.consolidation.enabled (v1alpha5 refused both; keep one)",
+        )
+    if enabled:
+        return {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
+    if ttl is not None:
+        after = seconds_to_duration(ttl, source, "spec.ttlSecondsAfterEmpty")
+        return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": after}
+    out.added(
+        source,
+        "spec.ttlSecondsAfterEmpty",
+        "NodePool spec.disruption.consolidateAfter",
+        "unset: WhenEmpty with consolidateAfter Never, as the Provisioner removed no "
+        "node for being empty or underused",
+    )
+    return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": NEVER}
+
+
+def _id_or_tag_terms(selector: Any, source: str, path: str) -> list[dict[str, Any]]:
+    """A v1alpha1 subnet or security-group selector map as v1 terms."""
+    if not isinstance(selector, dict):
+        raise ConversionError(source, path, "expected a map of tags")
+    tags = {k: v for k, v in selector.items() if k not in ("aws-ids", "aws::ids")}
+    ids = _listed(selector.get("aws-ids", selector.get("aws::ids")))
+    if not ids:
+        return [{"tags": tags}]
+    return [{"id": i, **({"tags": tags} if tags else {})} for i in ids]
+
+
+def _ami_terms(selector: Any, source: str, path: str) -> list[dict[str, Any]]:
+    """A v1alpha1 AMI selector map as v1 terms: one per owner, id and name combination."""
+    if selector is None:
+        return []
+    if not isinstance(selector, dict):
+        raise ConversionError(source, path, "expected a map of tags")
+    special = ("aws-ids", "aws::ids", "aws::name", "aws::owners")
+    tags = {k: v for k, v in selector.items() if k not in special}
+    ids = _listed(selector.get("aws-ids", selector.get("aws::ids"))) or [None]
+    names = _listed(selector.get("aws::name")) or [None]
+    owners = _listed(selector.get("aws::owners")) or [None]
+    terms = []
+    for owner in owners:
+        for ami in ids:
+            for name in names:
+                term = optional_fields({}, id=ami, name=name, owner=owner, tags=tags)
+                terms.append(term)
+    return terms
+
+
+def _listed(value: Any) -> list[str]:
+    """A comma-separated selector value as its items."""
+    if not isinstance(value, str):
+        return []
+    return [item.strip() for item in value.split(",") if item.strip()]
