@@ -19,6 +19,7 @@ from typing import Any
 from joiner import yamlio
 from joiner.api.compatibility import validation_warnings
 from joiner.api.validation import is_joiner_api_version, validate_object
+from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
 STDIN = "-"
 
@@ -90,6 +91,9 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
     if _is_foreign(obj):
         yield f"{where}: skipped (not a Joiner kind)", True
         return
+    if is_old_kind(obj):
+        yield from _check_old_kind(label, index, obj, strict)
+        return
     errors = validate_object(obj)
     warnings = validation_warnings(obj)
     if not errors and not warnings:
@@ -98,6 +102,20 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
         yield f"{where}: {error}", False
     for warning in warnings:
         yield f"{where}: warning: {warning} [{warning.code}]", not strict
+
+
+def _check_old_kind(label: str, index: int, obj: Any, strict: bool) -> Iterator[tuple[str, bool]]:
+    """An old Karpenter kind is checked as the v1 objects it converts to, with a warning
+    naming its converted fields (``joiner convert`` writes them)."""
+    try:
+        result = convert_objects([obj])
+    except ConversionError as error:
+        yield f"{label}: {error}", False
+        return
+    for warning in conversion_warnings(result):
+        yield f"{label}: warning: {warning} [converted]", not strict
+    for converted in result.objects:
+        yield from _check_object(label, index, converted, strict)
 
 
 def _is_foreign(obj: Any) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "Note",
     "Options",
     "Outcome",
+    "conversion_warnings",
     "convert_objects",
     "is_old_kind",
 ]
@@ -112,3 +113,17 @@ def _check(source: str, obj: dict[str, Any]) -> None:
             "",
             f"converted to {source_of(obj)}, which v1 refuses: {errors[0]}",
         )
+
+
+def conversion_warnings(result: Conversion) -> list[str]:
+    """One line per converted object naming its old fields, for the commands that take
+    old kinds by converting them (``joiner validate``, ``joiner simulate``)."""
+    fields: dict[str, list[str]] = {}
+    for note in result.notes:
+        paths = fields.setdefault(note.source, [])
+        if note.path not in paths:
+            paths.append(note.path)
+    return [
+        f"{source}: converted to v1 (joiner convert shows how): {', '.join(paths)}"
+        for source, paths in fields.items()
+    ]
