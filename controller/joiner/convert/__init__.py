@@ -7,11 +7,13 @@
 
 Every input object comes back in order: an old one replaced by its v1 objects (checked
 by Joiner's own v1 validation), any other one as it was (pods with the old
-do-not-evict / do-not-consolidate annotations renamed). Kubelet settings, on the pool
-before v1, move to the EC2NodeClass the pool uses when it is among the objects."""
+do-not-evict / do-not-consolidate annotations or provisioner-name label renamed).
+Kubelet settings, on the pool before v1, move to the EC2NodeClass the pool uses when it
+is among the objects."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,7 +23,7 @@ from joiner.convert import v1alpha5, v1beta1
 from joiner.convert.common import Converted, KubeletMove, Options, source_of
 from joiner.convert.fields import is_old_kind
 from joiner.convert.report import Conversion, ConversionError, Note, Outcome
-from joiner.convert.workloads import rename_annotations
+from joiner.convert.workloads import rename_old_keys
 
 __all__ = [
     "Conversion",
@@ -59,7 +61,7 @@ def convert_objects(objects: Iterable[Any], options: Options | None = None) -> C
             moves.extend(converted.kubelets)
             result.converted += 1
         else:
-            renamed, notes = rename_annotations(obj)
+            renamed, notes = rename_old_keys(obj)
             result.objects.append(renamed)
             result.notes.extend(notes)
     for move in moves:
@@ -88,7 +90,7 @@ def _place_kubelet(move: KubeletMove, objects: list[Any]) -> list[Note]:
                 move.path,
                 Outcome.NO_EQUIVALENT,
                 message=f"EC2NodeClass {move.node_class} is not among the input: add "
-                f"spec.kubelet {move.kubelet} to it by hand",
+                f"spec.kubelet {json.dumps(move.kubelet)} to it by hand",
             )
         ]
     current = target["spec"].get("kubelet")

@@ -16,7 +16,7 @@ RENAMED_ANNOTATIONS = {
     "karpenter.sh/do-not-evict": wk.DO_NOT_DISRUPT,
     "karpenter.sh/do-not-consolidate": wk.DO_NOT_DISRUPT,
 }
-# Label keys of v1alpha5 renamed by v1beta1.
+# Label keys of v1alpha5 renamed by v1beta1 (pods select nodes by them).
 RENAMED_LABELS = {"karpenter.sh/provisioner-name": "karpenter.sh/nodepool"}
 # amiFamily values that have an alias in v1 (the alias is the family in lower case).
 ALIAS_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022")
@@ -72,17 +72,16 @@ def renamed_annotations(annotations: Any, source: str, path: str) -> dict[str, A
     return {RENAMED_ANNOTATIONS.get(key, key): value for key, value in annotations.items()}
 
 
-def renamed_requirements(requirements: Any, source: str, path: str) -> list[Any]:
-    """The requirements with renamed label keys."""
+def requirement_list(requirements: Any, source: str, path: str) -> list[Any]:
+    """A copy of the requirements, each checked to be an object."""
     if not isinstance(requirements, list):
         raise ConversionError(source, path, "expected a list of requirements")
     out = []
     for index, requirement in enumerate(requirements):
         if not isinstance(requirement, dict):
             raise ConversionError(source, f"{path}[{index}]", "expected a requirement object")
-        key = requirement.get("key")
-        out.append({**requirement, "key": RENAMED_LABELS.get(key, key)})
-    return copy.deepcopy(out)
+        out.append(copy.deepcopy(requirement))
+    return out
 
 
 def alias_for(family: str) -> str:

@@ -78,7 +78,8 @@ _AWS_PROVIDER = (
     Field("tags", "EC2NodeClass spec.tags"),
     Field("context", "EC2NodeClass spec.context"),
     Field("metadataOptions", "EC2NodeClass spec.metadataOptions"),
-    Field("blockDeviceMappings", "EC2NodeClass spec.blockDeviceMappings"),
+    Field("blockDeviceMappings[].deviceName", "EC2NodeClass spec.blockDeviceMappings[].deviceName"),
+    Field("blockDeviceMappings[].ebs", "EC2NodeClass spec.blockDeviceMappings[].ebs"),
     Field(
         "blockDeviceMappings[].virtualName",
         None,
@@ -109,12 +110,7 @@ PROVISIONER_FIELDS = (
     ),
     Field("spec.taints", "NodePool spec.template.spec.taints"),
     Field("spec.startupTaints", "NodePool spec.template.spec.startupTaints"),
-    Field(
-        "spec.requirements",
-        "NodePool spec.template.spec.requirements",
-        "karpenter.sh/provisioner-name becomes karpenter.sh/nodepool",
-    ),
-    Field("spec.kubeletConfiguration", "EC2NodeClass spec.kubelet", KUBELET_MESSAGE),
+    Field("spec.requirements", "NodePool spec.template.spec.requirements"),
     *_kubelet("spec.kubeletConfiguration"),
     Field(
         "spec.kubeletConfiguration.containerRuntime",
@@ -166,7 +162,7 @@ _V1BETA1_CLAIM_SPEC = (
     Field("startupTaints", "spec.startupTaints"),
     Field("requirements", "spec.requirements", "minValues included"),
     Field("nodeClassRef", "spec.nodeClassRef", "apiVersion becomes group"),
-    Field("kubelet", "EC2NodeClass spec.kubelet", KUBELET_MESSAGE),
+    Field("kubelet", None, f"{KUBELET_MESSAGE}; set it there"),
 )
 
 NODEPOOL_V1BETA1_FIELDS = (
@@ -174,9 +170,8 @@ NODEPOOL_V1BETA1_FIELDS = (
     Field("spec.template.metadata.annotations", "NodePool spec.template.metadata.annotations"),
     *(
         Field(f"spec.template.spec.{f.path}", f"NodePool spec.template.{f.target}", f.message)
-        if f.path != "kubelet"
-        else Field(f"spec.template.spec.{f.path}", f.target, f.message)
         for f in _V1BETA1_CLAIM_SPEC
+        if f.path != "kubelet"
     ),
     *_kubelet("spec.template.spec.kubelet"),
     Field(
@@ -200,9 +195,7 @@ NODEPOOL_V1BETA1_FIELDS = (
 
 NODECLAIM_V1BETA1_FIELDS = (
     *(
-        Field(f"spec.{f.path}", f"NodeClaim {f.target}", f.message)
-        if f.path != "kubelet"
-        else Field(f"spec.{f.path}", None, f"{KUBELET_MESSAGE}; set it there")
+        Field(f"spec.{f.path}", f"NodeClaim {f.target}" if f.target else None, f.message)
         for f in _V1BETA1_CLAIM_SPEC
     ),
     Field("spec.resources", "NodeClaim spec.resources"),

@@ -20,16 +20,17 @@ from joiner.convert.common import (
     Options,
     ami_fields,
     renamed_annotations,
-    renamed_requirements,
+    requirement_list,
     seconds_to_duration,
     section,
     source_of,
     v1_metadata,
 )
 from joiner.convert.notes import field_notes
-from joiner.convert.report import ConversionError
+from joiner.convert.report import ConversionError, Note, Outcome
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
+_ID_KEYS = ("aws-ids", "aws::ids")
 # The requirements v1alpha5's AWS webhook added when a Provisioner left the key out
 # (karpenter-convert writes them too unless --ignore-defaults).
 _INSTANCE_SHAPE_KEYS = (
@@ -126,7 +127,7 @@ def node_class_spec(
         ("securityGroupSelector", "securityGroupSelectorTerms"),
     ):
         if aws.get(old) is not None:
-            spec[new] = _id_or_tag_terms(aws[old], source, f"{at}.{old}")
+            spec[new] = _id_or_tag_terms(aws[old], source, f"{at}.{old}", out)
     family = aws.get("amiFamily")
     if family is None:
         family = DEFAULT_AMI_FAMILY
@@ -136,7 +137,7 @@ def node_class_spec(
             "EC2NodeClass spec.amiSelectorTerms",
             "unset: AL2, the old default",
         )
-    terms = _ami_terms(aws.get("amiSelector"), source, f"{at}.amiSelector")
+    terms = _ami_terms(aws.get("amiSelector"), source, f"{at}.amiSelector", out)
     spec.update(ami_fields(family, terms, source, f"{at}.amiFamily"))
     if aws.get("instanceProfile") is not None:
         spec["instanceProfile"] = aws["instanceProfile"]
@@ -196,7 +197,7 @@ def _referenced_class(ref: Any, source: str) -> str:
 def _claim_spec(
     spec: dict[str, Any], class_name: str, source: str, options: Options, out: Converted
 ) -> dict[str, Any]:
-    requirements = renamed_requirements(spec.get("requirements") or [], source, "spec.requirements")
+    requirements = requirement_list(spec.get("requirements") or [], source, "spec.requirements")
     if not options.ignore_defaults:
         requirements += _default_requirements(requirements, source, out)
     claim: dict[str, Any] = {
@@ -265,35 +266,51 @@ def _disruption(spec: dict[str, Any], source: str, out: Converted) -> dict[str, 
     return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": NEVER}
 
 
-def _id_or_tag_terms(selector: Any, source: str, path: str) -> list[dict[str, Any]]:
+def _id_or_tag_terms(selector: Any, source: str, path: str, out: Converted) -> list[dict[str, Any]]:
     """A v1alpha1 subnet or security-group selector map as v1 terms."""
     if not isinstance(selector, dict):
         raise ConversionError(source, path, "expected a map of tags")
-    tags = {k: v for k, v in selector.items() if k not in ("aws-ids", "aws::ids")}
     ids = _listed(selector.get("aws-ids", selector.get("aws::ids")))
+    tags = {k: v for k, v in selector.items() if k not in _ID_KEYS}
     if not ids:
         return [{"tags": tags}]
-    return [{"id": i, **({"tags": tags} if tags else {})} for i in ids]
+    _note_narrowing(tags, source, path, out)
+    return [{"id": i} for i in ids]
 
 
-def _ami_terms(selector: Any, source: str, path: str) -> list[dict[str, Any]]:
-    """A v1alpha1 AMI selector map as v1 terms: one per owner, id and name combination."""
+def _ami_terms(selector: Any, source: str, path: str, out: Converted) -> list[dict[str, Any]]:
+    """A v1alpha1 AMI selector map as v1 terms: one per id, else one per owner and name
+    combination (with the tags in each)."""
     if selector is None:
         return []
     if not isinstance(selector, dict):
         raise ConversionError(source, path, "expected a map of tags")
-    special = ("aws-ids", "aws::ids", "aws::name", "aws::owners")
-    tags = {k: v for k, v in selector.items() if k not in special}
-    ids = _listed(selector.get("aws-ids", selector.get("aws::ids"))) or [None]
-    names = _listed(selector.get("aws::name")) or [None]
-    owners = _listed(selector.get("aws::owners")) or [None]
-    terms = []
-    for owner in owners:
-        for ami in ids:
-            for name in names:
-                term = optional_fields({}, id=ami, name=name, owner=owner, tags=tags)
-                terms.append(term)
-    return terms
+    ids = _listed(selector.get("aws-ids", selector.get("aws::ids")))
+    rest = {k: v for k, v in selector.items() if k not in _ID_KEYS}
+    if ids:
+        _note_narrowing(rest, source, path, out)
+        return [{"id": i} for i in ids]
+    tags = {k: v for k, v in rest.items() if k not in ("aws::name", "aws::owners")}
+    names = _listed(rest.get("aws::name")) or [None]
+    owners = _listed(rest.get("aws::owners")) or [None]
+    return [
+        optional_fields({}, name=name, owner=owner, tags=tags) for owner in owners for name in names
+    ]
+
+
+def _note_narrowing(others: dict[str, Any], source: str, path: str, out: Converted) -> None:
+    """The old selector ANDed ids with its other keys; a v1 term with an id takes nothing
+    else, so those keys are reported, not kept."""
+    if others:
+        out.notes.append(
+            Note(
+                source,
+                path,
+                Outcome.NO_EQUIVALENT,
+                message=f"with aws::ids, v1 terms select by id alone; {', '.join(sorted(others))} "
+                "(which narrowed the ids) are not kept: check the ids are the ones you meant",
+            )
+        )
 
 
 def _listed(value: Any) -> list[str]:

@@ -1,54 +1,93 @@
-"""Pods, their templates and Nodes that carry the v1alpha5 annotations
-``karpenter.sh/do-not-evict`` / ``do-not-consolidate``: v1 honours only
-``karpenter.sh/do-not-disrupt``, so they are renamed (and reported)."""
+"""Pods, their templates and Nodes written for v1alpha5: the annotations
+``karpenter.sh/do-not-evict`` / ``do-not-consolidate`` (v1 honours only
+``karpenter.sh/do-not-disrupt``) and the label ``karpenter.sh/provisioner-name`` in node
+selectors and node affinity (v1 nodes carry ``karpenter.sh/nodepool``) are renamed, and
+each rename reported."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from joiner.convert.common import RENAMED_ANNOTATIONS, source_of
+from joiner.convert.common import RENAMED_ANNOTATIONS, RENAMED_LABELS, source_of
 from joiner.convert.report import Note, Outcome
 
-# Where each kind keeps the annotations of its pods (or its own, for Pod and Node).
-_ANNOTATIONS_AT: dict[str, tuple[str, ...]] = {
-    "Pod": ("metadata",),
-    "Node": ("metadata",),
-    "Deployment": ("spec", "template", "metadata"),
-    "StatefulSet": ("spec", "template", "metadata"),
-    "DaemonSet": ("spec", "template", "metadata"),
-    "ReplicaSet": ("spec", "template", "metadata"),
-    "Job": ("spec", "template", "metadata"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "metadata"),
+# Where each kind keeps its pod template (the object itself for Pod; Node has metadata only).
+_POD_AT: dict[str, tuple[str, ...]] = {
+    "Pod": (),
+    "Node": (),
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
+_AFFINITY_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 
 
-def rename_annotations(obj: Any) -> tuple[Any, list[Note]]:
-    """``obj`` (a copy when anything changed) with old annotations renamed, and a note
-    for each."""
-    where = _ANNOTATIONS_AT.get(obj.get("kind")) if isinstance(obj, dict) else None
-    metadata = _at(obj, where) if where else None
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    if not isinstance(annotations, dict) or not set(annotations) & set(RENAMED_ANNOTATIONS):
+def rename_old_keys(obj: Any) -> tuple[Any, list[Note]]:
+    """``obj`` (a copy when anything changed) with the old keys renamed, and a note for
+    each."""
+    where = _POD_AT.get(obj.get("kind")) if isinstance(obj, dict) else None
+    if where is None:
         return obj, []
     out = copy.deepcopy(obj)
-    target = _at(out, where)["annotations"]  # type: ignore[index]
-    notes = []
-    for old, new in RENAMED_ANNOTATIONS.items():
-        if old in target:
-            value = target.pop(old)
-            target.setdefault(new, value)
-            path = ".".join((*where, "annotations", old))  # type: ignore[misc]
-            notes.append(
-                Note(
-                    source_of(obj),
-                    path,
-                    Outcome.CONVERTED,
-                    f"{source_of(obj)} {path.rsplit('.', 1)[0]}.{new}",
-                    "v1 honours only do-not-disrupt",
-                )
-            )
+    pod = _at(out, where)
+    if not isinstance(pod, dict):
+        return obj, []
+    prefix = ".".join(where)
+    renames = _renamed_keys(pod.get("metadata"), "annotations", RENAMED_ANNOTATIONS)
+    renames += _renamed_keys(pod.get("spec"), "nodeSelector", RENAMED_LABELS, "spec")
+    renames += _renamed_affinity_keys(pod.get("spec"))
+    if not renames:
+        return obj, []
+    source = source_of(obj)
+    notes = [
+        Note(
+            source,
+            _joined(prefix, old),
+            Outcome.CONVERTED,
+            f"{source} {_joined(prefix, new)}",
+            "renamed: v1 knows only the new key",
+        )
+        for old, new in renames
+    ]
     return out, notes
+
+
+def _renamed_keys(
+    parent: Any, field: str, renames: dict[str, str], at: str = "metadata"
+) -> list[tuple[str, str]]:
+    """Rename the keys of the map ``parent[field]`` in place; (old path, new path) each."""
+    values = parent.get(field) if isinstance(parent, dict) else None
+    if not isinstance(values, dict):
+        return []
+    done = []
+    for old, new in renames.items():
+        if old in values:
+            values.setdefault(new, values.pop(old))
+            done.append((f"{at}.{field}.{old}", f"{at}.{field}.{new}"))
+    return done
+
+
+def _renamed_affinity_keys(spec: Any) -> list[tuple[str, str]]:
+    terms = _at(spec, (*_AFFINITY_TERMS, "nodeSelectorTerms"))
+    done = []
+    for t, term in enumerate(terms if isinstance(terms, list) else []):
+        expressions = term.get("matchExpressions") if isinstance(term, dict) else None
+        for e, expression in enumerate(expressions if isinstance(expressions, list) else []):
+            key = expression.get("key") if isinstance(expression, dict) else None
+            if key in RENAMED_LABELS:
+                expression["key"] = RENAMED_LABELS[key]
+                terms_at = f"spec.{'.'.join(_AFFINITY_TERMS)}.nodeSelectorTerms"
+                path = f"{terms_at}[{t}].matchExpressions[{e}].key"
+                done.append((path, path))
+    return done
+
+
+def _joined(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:
