@@ -61,17 +61,17 @@ _AWS_PROVIDER = (
     Field(
         "subnetSelector",
         "EC2NodeClass spec.subnetSelectorTerms",
-        "one term of tags; aws-ids / aws::ids become one term per id",
+        "one term of its tags; with aws-ids / aws::ids, one term per id (other keys reported)",
     ),
     Field(
         "securityGroupSelector",
         "EC2NodeClass spec.securityGroupSelectorTerms",
-        "one term of tags; aws-ids / aws::ids become one term per id",
+        "one term of its tags; with aws-ids / aws::ids, one term per id (other keys reported)",
     ),
     Field(
         "amiFamily",
         "EC2NodeClass spec.amiSelectorTerms",
-        "an alias <family>@latest when there is no amiSelector, else spec.amiFamily "
+        "an alias (al2@latest for AL2) when there is no amiSelector, else spec.amiFamily "
         "(unset: AL2, as the old default)",
     ),
     Field("instanceProfile", "EC2NodeClass spec.instanceProfile", "the same profile"),
@@ -224,7 +224,7 @@ EC2NODECLASS_V1BETA1_FIELDS = (
     Field(
         "spec.amiFamily",
         "EC2NodeClass spec.amiSelectorTerms",
-        "an alias <family>@latest when there are no amiSelectorTerms, else spec.amiFamily; "
+        "an alias (al2@latest for AL2) when there are no amiSelectorTerms, else spec.amiFamily; "
         "Ubuntu becomes AL2 (same user data) and needs amiSelectorTerms",
     ),
     Field("status", None, "written by the controller; v1 status is rebuilt"),

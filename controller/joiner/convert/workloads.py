@@ -23,7 +23,9 @@ _POD_AT: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-_AFFINITY_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+_NODE_AFFINITY = "spec.affinity.nodeAffinity"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def rename_old_keys(obj: Any) -> tuple[Any, list[Note]]:
@@ -72,16 +74,29 @@ def _renamed_keys(
 
 
 def _renamed_affinity_keys(spec: Any) -> list[tuple[str, str]]:
-    terms = _at(spec, (*_AFFINITY_TERMS, "nodeSelectorTerms"))
+    """Rename the old label keys of the node affinity's expressions, required and
+    preferred, in place."""
+    affinity = _at(spec, ("affinity", "nodeAffinity"))
+    if not isinstance(affinity, dict):
+        return []
+    required = _at(affinity, (_REQUIRED, "nodeSelectorTerms"))
+    terms = [
+        (f"{_NODE_AFFINITY}.{_REQUIRED}.nodeSelectorTerms[{i}]", term)
+        for i, term in enumerate(required if isinstance(required, list) else [])
+    ]
+    preferred = affinity.get(_PREFERRED)
+    terms += [
+        (f"{_NODE_AFFINITY}.{_PREFERRED}[{i}].preference", _at(weighted, ("preference",)))
+        for i, weighted in enumerate(preferred if isinstance(preferred, list) else [])
+    ]
     done = []
-    for t, term in enumerate(terms if isinstance(terms, list) else []):
+    for at, term in terms:
         expressions = term.get("matchExpressions") if isinstance(term, dict) else None
         for e, expression in enumerate(expressions if isinstance(expressions, list) else []):
             key = expression.get("key") if isinstance(expression, dict) else None
             if key in RENAMED_LABELS:
                 expression["key"] = RENAMED_LABELS[key]
-                terms_at = f"spec.{'.'.join(_AFFINITY_TERMS)}.nodeSelectorTerms"
-                path = f"{terms_at}[{t}].matchExpressions[{e}].key"
+                path = f"{at}.matchExpressions[{e}].key"
                 done.append((path, path))
     return done
 

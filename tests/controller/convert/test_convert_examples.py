@@ -245,7 +245,17 @@ def test_old_pod_annotations_and_node_selector_keys_are_renamed() -> None:
                 "nodeSelectorTerms": [
                     {"matchExpressions": [_requirement("karpenter.sh/provisioner-name", "In", "a")]}
                 ]
-            }
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "preference": {
+                        "matchExpressions": [
+                            _requirement("karpenter.sh/provisioner-name", "In", "b")
+                        ]
+                    },
+                }
+            ],
         }
     }
     deployment = {
@@ -275,6 +285,10 @@ def test_old_pod_annotations_and_node_selector_keys_are_renamed() -> None:
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "karpenter.sh/nodepool"
+    preferred = pod["spec"]["affinity"]["nodeAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ][0]["preference"]
+    assert preferred["matchExpressions"] == [_requirement("karpenter.sh/nodepool", "In", "b")]
     assert config_map is untouched
     # the input is not changed
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {
@@ -282,6 +296,8 @@ def test_old_pod_annotations_and_node_selector_keys_are_renamed() -> None:
     }
     assert sorted(n.path for n in result.notes if n.source == "Deployment/web") == [
         "spec.template.metadata.annotations.karpenter.sh/do-not-evict",
+        "spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        "[0].preference.matchExpressions[0].key",
         "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         ".nodeSelectorTerms[0].matchExpressions[0].key",
         "spec.template.spec.nodeSelector.karpenter.sh/provisioner-name",
