@@ -66,9 +66,25 @@ def convert_objects(objects: Iterable[Any], options: Options | None = None) -> C
             result.notes.extend(notes)
     for move in moves:
         result.notes.extend(_place_kubelet(move, result.objects))
+    _check_unique(produced)
     for source, new in produced:
         _check(source, new)
     return result
+
+
+def _check_unique(produced: list[tuple[str, dict[str, Any]]]) -> None:
+    """Two old objects that become v1 objects of one kind and name (a Provisioner's
+    inline provider and an AWSNodeTemplate named like it) cannot both be written."""
+    first: dict[str, str] = {}
+    for source, obj in produced:
+        name = source_of(obj)
+        if name in first:
+            raise ConversionError(
+                source,
+                "metadata.name",
+                f"converts to {name}, as {first[name]} does; rename one of them",
+            )
+        first[name] = source
 
 
 def _place_kubelet(move: KubeletMove, objects: list[Any]) -> list[Note]:

@@ -40,13 +40,17 @@ def read_old_objects(kube: HttpKube) -> list[dict[str, Any]]:
 
 
 def apply_objects(kube: HttpKube, objects: list[dict[str, Any]]) -> list[str]:
-    """Create each v1 Joiner object, or replace the one of that name; ``Kind/name
-    created|configured`` for each, as kubectl says it."""
+    """Create each v1 NodePool and EC2NodeClass, or replace the one of that name;
+    ``Kind/name created|configured`` for each, as kubectl says it. NodeClaims are not
+    written: the controller makes its own, and a created one would launch an instance."""
     done = []
     for obj in objects:
         if not is_joiner_api_version(obj.get("apiVersion")):
             continue
         name = obj["metadata"]["name"]
+        if obj["kind"] == "NodeClaim":
+            done.append(f"NodeClaim/{name} not applied (the controller's own; printed only)")
+            continue
         try:
             kube.create(obj)
             done.append(f"{obj['kind']}/{name} created")

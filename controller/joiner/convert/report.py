@@ -51,6 +51,3 @@ class Conversion:
     objects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     converted: int = 0  # how many old objects were converted
-
-    def note(self, note: Note) -> None:
-        self.notes.append(note)

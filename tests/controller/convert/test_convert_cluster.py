@@ -135,3 +135,30 @@ def test_from_cluster_apply_writes_the_converted_objects(
         f"NodePool/{NAME} configured",
         f"EC2NodeClass/{NAME} configured",
     ]
+
+
+def test_apply_does_not_write_nodeclaims(
+    control_plane: ControlPlane, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control_plane.install_crds(render_crds())
+    claim = {
+        "apiVersion": "karpenter.sh/v1beta1",
+        "kind": "NodeClaim",
+        "metadata": {"name": NAME},
+        "spec": {"nodeClassRef": {"name": "default"}, "requirements": []},
+    }
+    path = tmp_path / "claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "kubeconfig")
+    assert main(["convert", "--kubeconfig", str(kubeconfig), "--apply", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert [o["kind"] for o in yaml.safe_load_all(out)] == ["NodeClaim"]
+    assert err.splitlines()[-1] == (
+        f"NodeClaim/{NAME} not applied (the controller's own; printed only)"
+    )
+    kube = control_plane.admin_kube()
+    try:
+        with pytest.raises(NotFound):
+            kube.get("NodeClaim", NAME, api_version="karpenter.sh/v1")
+    finally:
+        kube.close()

@@ -379,3 +379,24 @@ def test_two_pools_with_different_kubelets_on_one_class_are_refused() -> None:
         "Provisioner/q",
         "spec.kubeletConfiguration",
     )
+
+
+def test_an_inline_provider_and_a_template_of_the_same_name_are_refused() -> None:
+    inline = {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": {"name": "default"},
+        "spec": {"provider": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}}},
+    }
+    template = {
+        "apiVersion": "karpenter.k8s.aws/v1alpha1",
+        "kind": "AWSNodeTemplate",
+        "metadata": {"name": "default"},
+        "spec": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
+    }
+    with pytest.raises(ConversionError) as raised:
+        convert_objects([inline, template])
+    assert str(raised.value) == (
+        "AWSNodeTemplate/default: metadata.name: converts to EC2NodeClass/default, as "
+        "Provisioner/default does; rename one of them"
+    )
