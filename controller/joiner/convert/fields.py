@@ -241,4 +241,7 @@ TABLES: dict[tuple[str, str], tuple[Field, ...]] = {
 
 def is_old_kind(obj: object) -> bool:
     """An object of one of the old kinds this package converts."""
-    return isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) in TABLES
+    if not isinstance(obj, dict):
+        return False
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    return isinstance(api_version, str) and isinstance(kind, str) and (api_version, kind) in TABLES

@@ -31,7 +31,8 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 def rename_old_keys(obj: Any) -> tuple[Any, list[Note]]:
     """``obj`` (a copy when anything changed) with the old keys renamed, and a note for
     each."""
-    where = _POD_AT.get(obj.get("kind")) if isinstance(obj, dict) else None
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    where = _POD_AT.get(kind) if isinstance(kind, str) else None
     if where is None:
         return obj, []
     out = copy.deepcopy(obj)

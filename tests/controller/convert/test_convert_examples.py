@@ -400,3 +400,12 @@ def test_an_inline_provider_and_a_template_of_the_same_name_are_refused() -> Non
         "AWSNodeTemplate/default: metadata.name: converts to EC2NodeClass/default, as "
         "Provisioner/default does; rename one of them"
     )
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [None, [], {"apiVersion": {"group": "karpenter.sh"}, "kind": "Provisioner"}, {"kind": ["x"]}],
+    ids=["null", "list", "api-version-object", "kind-list"],
+)
+def test_objects_of_no_old_kind_pass_through(obj: Any) -> None:
+    assert convert_objects([obj]).objects == [obj]
