@@ -67,43 +67,63 @@ def convert_provisioner(obj: dict[str, Any], options: Options) -> Converted:
     source, metadata = source_of(obj), v1_metadata(obj)
     name = metadata["name"]
     spec = section(obj, "spec", source)
-    provider, ref = spec.get("provider"), spec.get("providerRef")
-    if provider is not None and ref is not None:
-        raise ConversionError(source, "spec.provider", "set either provider or providerRef")
-    class_name = _referenced_class(ref, source) if ref is not None else name
+    class_name = _class_name(spec, name, source)
     targets = {"NodePool": name, "EC2NodeClass": class_name}
     out = Converted(targets, field_notes(obj, source, targets))
-    claim = _claim_spec(spec, class_name, source, options, out)
-    template: dict[str, Any] = {"spec": claim}
-    labels, annotations = spec.get("labels"), spec.get("annotations")
-    if annotations is not None:
-        annotations = renamed_annotations(annotations, source, "spec.annotations")
-    meta = optional_fields({}, labels=labels, annotations=annotations)
-    if meta:
-        template = {"metadata": meta, **template}
-    pool_spec: dict[str, Any] = {"template": template, "disruption": _disruption(spec, source, out)}
+    pool_spec: dict[str, Any] = {
+        "template": _template(spec, class_name, source, options, out),
+        "disruption": _disruption(obj, source, out),
+    }
     limits = section(obj, "spec.limits", source).get("resources")
     optional_fields(pool_spec, limits=limits, weight=spec.get("weight"))
-    pool = {
-        "apiVersion": f.NODEPOOL[0],
-        "kind": "NodePool",
-        "metadata": metadata,
-        "spec": pool_spec,
-    }
-    out.objects.append(pool)
+    out.objects.append(
+        {"apiVersion": f.NODEPOOL[0], "kind": "NodePool", "metadata": metadata, "spec": pool_spec}
+    )
+    provider = spec.get("provider")
     if provider is not None:
         if not isinstance(provider, dict):
             raise ConversionError(source, "spec.provider", "expected an object")
         class_spec = node_class_spec(provider, source, "spec.provider", options, out)
         out.objects.append(_node_class({"name": name}, class_spec))
-    kubelet = spec.get("kubeletConfiguration")
-    if kubelet is not None:
-        if not isinstance(kubelet, dict):
-            raise ConversionError(source, "spec.kubeletConfiguration", "expected an object")
-        moved = {k: copy.deepcopy(v) for k, v in kubelet.items() if k in f.KUBELET_FIELDS}
-        if moved:
-            out.kubelets.append(KubeletMove(class_name, moved, source, "spec.kubeletConfiguration"))
+    _move_kubelet(obj, class_name, source, out)
     return out
+
+
+def _class_name(spec: dict[str, Any], name: str, source: str) -> str:
+    """The EC2NodeClass the pool uses: the AWSNodeTemplate of ``providerRef``, or the
+    one the inline ``provider`` becomes (named after the Provisioner)."""
+    ref = spec.get("providerRef")
+    if ref is None:
+        return name
+    if spec.get("provider") is not None:
+        raise ConversionError(source, "spec.provider", "set either provider or providerRef")
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str) or not ref["name"]:
+        raise ConversionError(source, "spec.providerRef.name", "required")
+    kind = ref.get("kind", "AWSNodeTemplate")
+    if kind != "AWSNodeTemplate":
+        raise ConversionError(
+            source, "spec.providerRef.kind", f"expected AWSNodeTemplate, got {kind!r}"
+        )
+    return ref["name"]
+
+
+def _template(
+    spec: dict[str, Any], class_name: str, source: str, options: Options, out: Converted
+) -> dict[str, Any]:
+    """The NodePool's ``spec.template``: labels and annotations, then the claim spec."""
+    annotations = spec.get("annotations")
+    if annotations is not None:
+        annotations = renamed_annotations(annotations, source, "spec.annotations")
+    meta = optional_fields({}, labels=spec.get("labels"), annotations=annotations)
+    claim = _claim_spec(spec, class_name, source, options, out)
+    return {"metadata": meta, "spec": claim} if meta else {"spec": claim}
+
+
+def _move_kubelet(obj: dict[str, Any], class_name: str, source: str, out: Converted) -> None:
+    kubelet = section(obj, "spec.kubeletConfiguration", source)
+    moved = {k: copy.deepcopy(v) for k, v in kubelet.items() if k in f.KUBELET_FIELDS}
+    if moved:
+        out.kubelets.append(KubeletMove(class_name, moved, source, "spec.kubeletConfiguration"))
 
 
 def convert_node_template(obj: dict[str, Any], options: Options) -> Converted:
@@ -183,17 +203,6 @@ def _node_class(metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _referenced_class(ref: Any, source: str) -> str:
-    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str) or not ref["name"]:
-        raise ConversionError(source, "spec.providerRef.name", "required")
-    kind = ref.get("kind", "AWSNodeTemplate")
-    if kind != "AWSNodeTemplate":
-        raise ConversionError(
-            source, "spec.providerRef.kind", f"expected AWSNodeTemplate, got {kind!r}"
-        )
-    return ref["name"]
-
-
 def _claim_spec(
     spec: dict[str, Any], class_name: str, source: str, options: Options, out: Converted
 ) -> dict[str, Any]:
@@ -238,8 +247,9 @@ def _default_requirements(
     return added
 
 
-def _disruption(spec: dict[str, Any], source: str, out: Converted) -> dict[str, Any]:
-    enabled = section(spec, "consolidation", source).get("enabled")
+def _disruption(obj: dict[str, Any], source: str, out: Converted) -> dict[str, Any]:
+    spec = section(obj, "spec", source)
+    enabled = section(obj, "spec.consolidation", source).get("enabled")
     if enabled is not None and not isinstance(enabled, bool):
         raise ConversionError(
             source, "spec.consolidation.enabled", f"expected true or false, got {enabled!r}"
