@@ -22,6 +22,8 @@ RENAMED_LABELS = {"karpenter.sh/provisioner-name": "karpenter.sh/nodepool"}
 ALIAS_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022")
 UBUNTU = "Ubuntu"
 DEFAULT_AMI_FAMILY = "AL2"  # what Karpenter before v1 used when amiFamily was unset
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+KARPENTER_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
 # karpenter-convert's stand-in for a role it cannot know (substitute it with envsubst).
 ROLE_PLACEHOLDER = "$KARPENTER_NODE_ROLE"
 
@@ -34,16 +36,31 @@ def source_of(obj: dict[str, Any]) -> str:
 
 
 def v1_metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    """What a v1 object keeps of the old one's metadata: name, labels, annotations (what
-    the server set, uid, resourceVersion and the like, belongs to the old object)."""
+    """What a v1 object keeps of the old one's metadata: name, labels, annotations. What
+    the server, the controller or kubectl set (uid, resourceVersion, the drift hashes,
+    the last applied configuration) describes the old object and is left out."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         raise ConversionError(source_of(obj), "metadata.name", "required")
     out: dict[str, Any] = {"name": meta["name"]}
-    for key in ("labels", "annotations"):
-        if meta.get(key):
-            out[key] = copy.deepcopy(meta[key])
+    if meta.get("labels"):
+        out["labels"] = copy.deepcopy(meta["labels"])
+    given = meta.get("annotations") or {}
+    if not isinstance(given, dict):
+        raise ConversionError(source_of(obj), "metadata.annotations", "expected a map of strings")
+    annotations = {k: v for k, v in given.items() if not _describes_old_object(str(k))}
+    if annotations:
+        out["annotations"] = copy.deepcopy(annotations)
     return out
+
+
+def _describes_old_object(annotation: str) -> bool:
+    """kubectl's last applied configuration and Karpenter's drift hashes
+    (``karpenter.sh/nodepool-hash``, ``karpenter.k8s.aws/ec2nodeclass-hash-version``)."""
+    if annotation == LAST_APPLIED:
+        return True
+    domain, _, name = annotation.partition("/")
+    return domain in KARPENTER_DOMAINS and name.endswith(("-hash", "-hash-version"))
 
 
 def section(obj: dict[str, Any], path: str, source: str) -> dict[str, Any]:

@@ -344,6 +344,11 @@ def test_old_pod_annotations_and_node_selector_keys_are_renamed() -> None:
             "Ubuntu has no v1 AMI family",
         ),
         (_provisioner(weight=0), "", "which v1 refuses: spec.weight"),
+        (
+            {**_provisioner(), "metadata": {"name": "p", "annotations": ["a"]}},
+            "metadata.annotations",
+            "expected a map of strings",
+        ),
     ],
     ids=[
         "ttl-and-consolidation",
@@ -353,6 +358,7 @@ def test_old_pod_annotations_and_node_selector_keys_are_renamed() -> None:
         "launch-template",
         "ubuntu",
         "v1-invalid",
+        "annotations-list",
     ],
 )
 def test_input_that_cannot_be_converted_is_refused_naming_the_field(
@@ -409,3 +415,25 @@ def test_an_inline_provider_and_a_template_of_the_same_name_are_refused() -> Non
 )
 def test_objects_of_no_old_kind_pass_through(obj: Any) -> None:
     assert convert_objects([obj]).objects == [obj]
+
+
+def test_metadata_keeps_name_labels_and_the_users_annotations() -> None:
+    pool = _pool()
+    pool["metadata"] = {
+        "name": "p",
+        "uid": "1234",
+        "resourceVersion": "7",
+        "finalizers": ["karpenter.sh/termination"],
+        "labels": {"team": "a"},
+        "annotations": {
+            "owner": "me",
+            "karpenter.sh/nodepool-hash": "123",
+            "karpenter.sh/nodepool-hash-version": "v2",
+            "kubectl.kubernetes.io/last-applied-configuration": "{}",
+        },
+    }
+    assert convert_objects([pool]).objects[0]["metadata"] == {
+        "name": "p",
+        "labels": {"team": "a"},
+        "annotations": {"owner": "me"},
+    }
