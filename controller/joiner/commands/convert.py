@@ -16,8 +16,9 @@ import argparse
 import sys
 from typing import Any
 
+import yaml
+
 from joiner import yamlio
-from joiner.commands.render import format_documents
 from joiner.commands.validate import STDIN, objects_of, read_problem
 from joiner.convert import Conversion, ConversionError, Options, convert_objects, is_old_kind
 from joiner.convert.common import source_of
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             kube = HttpKube(ClusterConfig.from_kubeconfig(args.kubeconfig))
         labelled = _read_inputs(args.files, kube if args.from_cluster else None)
         result = _convert(labelled, Options(role=args.role, ignore_defaults=args.ignore_defaults))
-        sys.stdout.write(format_documents(result.objects, "yaml") if result.objects else "")
+        sys.stdout.write(to_yaml(result.objects))
         _report(result)
         if args.apply and kube is not None:
             for line in _apply(kube, result):
@@ -134,6 +135,26 @@ def _convert(labelled: list[tuple[str, Any]], options: Options) -> Conversion:
             "<input>",
         )
         raise InputError(f"{where}: {error}") from None
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes text of several lines (user data) as a ``|`` block, as people write it."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    # (PyYAML falls back to a quoted form for text a block cannot hold, like trailing spaces)
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_text)
+
+
+def to_yaml(objects: list[Any]) -> str:
+    """The objects as multi-document YAML, keys in their order."""
+    if not objects:
+        return ""
+    return yaml.dump_all(objects, Dumper=_BlockDumper, sort_keys=False, explicit_start=True)
 
 
 def _report(result: Conversion) -> None:

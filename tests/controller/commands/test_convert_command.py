@@ -47,6 +47,7 @@ def test_files_convert_to_v1_yaml_with_a_line_per_field(capsys: pytest.CaptureFi
     expected = convert_objects(old, Options(role="NodeRole"))
     assert list(yaml.safe_load_all(out)) == expected.objects
     assert [o["kind"] for o in expected.objects] == ["NodePool", "EC2NodeClass"]
+    assert "  userData: |\n    [settings.kubernetes]\n" in out  # as people write it
     assert err == [*(str(n) for n in expected.notes), "converted 2 old object(s)"]
     assert (
         "Provisioner/default: spec.ttlSecondsAfterEmpty: converted -> NodePool/default "
