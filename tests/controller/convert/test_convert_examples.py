@@ -437,3 +437,26 @@ def test_metadata_keeps_name_labels_and_the_users_annotations() -> None:
         "labels": {"team": "a"},
         "annotations": {"owner": "me"},
     }
+
+
+V1_EXAMPLES = Path(__file__).parents[1] / "api" / "upstream" / "examples" / "v1"
+
+
+@pytest.mark.parametrize("name", ["al2-custom-ami.yaml", "custom-family.yaml"])
+def test_v1beta1_examples_convert_to_upstreams_own_v1_examples(name: str) -> None:
+    """Upstream rewrote its examples for v1; for these the conversion gives exactly that."""
+    converted = convert_objects(_load(f"v1beta1-{name}")).objects
+    upstream_v1 = [o for o in yaml.safe_load_all((V1_EXAMPLES / name).read_text()) if o]
+    assert converted == upstream_v1
+
+
+def test_v1beta1_general_purpose_converts_to_upstreams_v1_but_for_its_new_family() -> None:
+    """Upstream's v1 example also moved from Amazon Linux 2 to 2023; the conversion keeps
+    the family the v1beta1 object had."""
+    converted = convert_objects(_load("v1beta1-general-purpose.yaml")).objects
+    upstream_v1 = [
+        o for o in yaml.safe_load_all((V1_EXAMPLES / "general-purpose.yaml").read_text()) if o
+    ]
+    assert converted[1]["spec"].pop("amiSelectorTerms") == [{"alias": "al2@latest"}]
+    assert upstream_v1[1]["spec"].pop("amiSelectorTerms") == [{"alias": "al2023@latest"}]
+    assert converted == upstream_v1
