@@ -370,17 +370,20 @@ def test_input_that_cannot_be_converted_is_refused_naming_the_field(
     assert words in raised.value.message
 
 
-def test_two_pools_with_different_kubelets_on_one_class_are_refused() -> None:
-    a = _provisioner(kubeletConfiguration={"maxPods": 10})
-    b = {**_provisioner(kubeletConfiguration={"maxPods": 20}), "metadata": {"name": "q"}}
-    template = {
+def _node_template() -> dict[str, Any]:
+    return {
         "apiVersion": "karpenter.k8s.aws/v1alpha1",
         "kind": "AWSNodeTemplate",
         "metadata": {"name": "default"},
         "spec": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
     }
+
+
+def test_two_pools_with_different_kubelets_on_one_class_are_refused() -> None:
+    a = _provisioner(kubeletConfiguration={"maxPods": 10})
+    b = {**_provisioner(kubeletConfiguration={"maxPods": 20}), "metadata": {"name": "q"}}
     with pytest.raises(ConversionError) as raised:
-        convert_objects([a, b, template])
+        convert_objects([a, b, _node_template()])
     assert (raised.value.source, raised.value.path) == (
         "Provisioner/q",
         "spec.kubeletConfiguration",
@@ -394,14 +397,8 @@ def test_an_inline_provider_and_a_template_of_the_same_name_are_refused() -> Non
         "metadata": {"name": "default"},
         "spec": {"provider": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}}},
     }
-    template = {
-        "apiVersion": "karpenter.k8s.aws/v1alpha1",
-        "kind": "AWSNodeTemplate",
-        "metadata": {"name": "default"},
-        "spec": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
-    }
     with pytest.raises(ConversionError) as raised:
-        convert_objects([inline, template])
+        convert_objects([inline, _node_template()])
     assert str(raised.value) == (
         "AWSNodeTemplate/default: metadata.name: converts to EC2NodeClass/default, as "
         "Provisioner/default does; rename one of them"
