@@ -58,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(args.file)
+        for warning in scenario.conversion_warnings:
+            print(f"joiner simulate: {args.file}: warning: {warning}", file=sys.stderr)
         with _progress_bar(args.output) as bar:
             result = Simulation(scenario, seed=args.seed, progress=bar).run()
     except (ScenarioError, BoundReached) as err:

@@ -19,6 +19,7 @@ from typing import Any
 from joiner import yamlio
 from joiner.api.compatibility import validation_warnings
 from joiner.api.validation import is_joiner_api_version, validate_object
+from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
 STDIN = "-"
 
@@ -55,7 +56,7 @@ def check_file(name: str, strict: bool = False) -> Iterator[tuple[str, bool]]:
     try:
         text = yamlio.read_text(sys.stdin.buffer if name == STDIN else name)
     except (OSError, UnicodeDecodeError, yamlio.InputTooLarge) as error:
-        yield f"{label}: cannot read: {_reason(error)}", False
+        yield f"{label}: cannot read: {read_problem(error)}", False
         return
     found = False
     for line, ok in _check_text(label, text, strict):
@@ -69,13 +70,13 @@ def _check_text(label: str, text: str, strict: bool) -> Iterator[tuple[str, bool
     index = 0
     try:
         for index, document in enumerate(yamlio.load_all(text), start=1):
-            for obj in _objects(document):
+            for obj in objects_of(document):
                 yield from _check_object(label, index, obj, strict)
     except yamlio.YAMLInputError as error:
         yield f"{label}: document {index + 1}: {error}", False
 
 
-def _objects(document: Any) -> list[Any]:
+def objects_of(document: Any) -> list[Any]:
     """The objects of one document: none for an empty one, the items of a ``kind: List``."""
     if document is None:
         return []
@@ -90,6 +91,9 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
     if _is_foreign(obj):
         yield f"{where}: skipped (not a Joiner kind)", True
         return
+    if is_old_kind(obj):
+        yield from _check_old_kind(label, index, obj, strict)
+        return
     errors = validate_object(obj)
     warnings = validation_warnings(obj)
     if not errors and not warnings:
@@ -98,6 +102,20 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
         yield f"{where}: {error}", False
     for warning in warnings:
         yield f"{where}: warning: {warning} [{warning.code}]", not strict
+
+
+def _check_old_kind(label: str, index: int, obj: Any, strict: bool) -> Iterator[tuple[str, bool]]:
+    """An old Karpenter kind is checked as the v1 objects it converts to, with a warning
+    naming its converted fields (``joiner convert`` writes them)."""
+    try:
+        result = convert_objects([obj])
+    except ConversionError as error:
+        yield f"{label}: {error}", False
+        return
+    for warning in conversion_warnings(result):
+        yield f"{label}: warning: {warning} [converted]", not strict
+    for converted in result.objects:
+        yield from _check_object(label, index, converted, strict)
 
 
 def _is_foreign(obj: Any) -> bool:
@@ -121,7 +139,7 @@ def _describe(obj: Any, index: int) -> str:
     return f"{kind} in document {index}" if kind else f"document {index}"
 
 
-def _reason(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
+def read_problem(error: OSError | UnicodeDecodeError | yamlio.InputTooLarge) -> str:
     if isinstance(error, UnicodeDecodeError):
         return "not UTF-8 text"
     if isinstance(error, OSError):

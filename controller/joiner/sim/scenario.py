@@ -26,6 +26,8 @@ from joiner.api.duration import DurationError, format_duration, parse_duration
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
+from joiner.convert import Options as ConvertOptions
 from joiner.sim.bounds import MAX_PODS, MAX_STEPS, MAX_WALL_SECONDS, Limits, too_many_pods
 from joiner.sim.manifests import ManifestError, ObjectRef, check_manifest, identify, pods_asked
 from joiner.sim.result import NodeClaimRecord, NodeView, Snapshot
@@ -357,6 +359,8 @@ class Scenario:
     steps: tuple[Step, ...]
     source: Path | None = None  # the file it came from, when it came from one
     limits: Limits = field(default_factory=Limits)
+    # one line per object of an old Karpenter kind that was converted to v1
+    conversion_warnings: tuple[str, ...] = ()
 
     @property
     def max_virtual_seconds(self) -> float:
@@ -427,7 +431,8 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     settings = _settings(spec.get("settings"))
     nodes = _static_nodes(spec.get("nodes"), cluster, cloud)
     known: dict[ObjectRef, int] = {}
-    objects = _manifests(spec.get("objects") or [], "spec.objects", known, allow_empty=True)
+    raw_objects, conversion_warnings = _converted(spec.get("objects") or [], cluster)
+    objects = _manifests(raw_objects, "spec.objects", known, allow_empty=True)
     _check_pods_asked(known, "spec.objects")
     steps = _steps(spec.get("steps"), cluster, cloud, known)
     _check_node_lifetimes(objects, steps, cloud)
@@ -438,7 +443,22 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
             f"spec.steps[{interrupt.index}].interrupt: not with spec.cloud.enforceIAM (the "
             "simulated interruption queue and its events are not principals of the account)"
         )
-    return Scenario(name, cluster, cloud, settings, nodes, objects, steps, source, limits)
+    return Scenario(
+        name, cluster, cloud, settings, nodes, objects, steps, source, limits, conversion_warnings
+    )
+
+
+def _converted(raw: Any, cluster: ClusterSpec) -> tuple[Any, tuple[str, ...]]:
+    """``spec.objects`` with the old Karpenter kinds converted to v1 (the node role is
+    the getting-started guides' ``KarpenterNodeRole-<cluster>``), and a warning line per
+    converted object."""
+    if not isinstance(raw, list) or not any(is_old_kind(entry) for entry in raw):
+        return raw, ()
+    try:
+        result = convert_objects(raw, ConvertOptions(role=f"KarpenterNodeRole-{cluster.name}"))
+    except ConversionError as error:
+        raise ScenarioError(f"spec.objects: {error}") from None
+    return result.objects, tuple(conversion_warnings(result))
 
 
 def _limits(raw: Any) -> Limits:

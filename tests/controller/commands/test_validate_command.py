@@ -158,15 +158,26 @@ def test_other_kinds_alone_are_skipped_and_valid(
             "NodePool/a: apiVersion: must be a string, got object",
         ),
         (
-            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\n",
+            "apiVersion: karpenter.sh/v1beta2\nkind: NodePool\nmetadata: {name: a}\n",
             "NodePool/a: apiVersion: NodePool is served as karpenter.sh/v1, "
-            "got 'karpenter.sh/v1beta1'",
+            "got 'karpenter.sh/v1beta2'",
         ),
         (
-            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n",
-            "Provisioner/a: kind: unknown kind 'Provisioner'; expected one of NodePool "
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Machine\nmetadata: {name: a}\n",
+            "Machine/a: kind: unknown kind 'Machine'; expected one of NodePool "
             "(karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
             "NodeOverlay (karpenter.sh/v1alpha1)",
+        ),
+        # the old kinds are converted (joiner convert); what cannot be is one line
+        (
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\n",
+            "NodePool/a: spec.template.spec.nodeClassRef.name: required",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n"
+            "spec: {weight: many}\n",
+            "Provisioner/a: converted to NodePool/a, which v1 refuses: spec.weight: must be "
+            "an integer, got string 'many'",
         ),
     ],
 )  # fmt: skip

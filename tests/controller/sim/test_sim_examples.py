@@ -26,6 +26,7 @@ def test_the_examples_are_there():
         "restarts.yaml",
         "spot-interruption.yaml",
         "static-nodepool.yaml",
+        "walkthrough-v1alpha5.yaml",
         "walkthrough.yaml",
         "weighted-pools.yaml",
         "zone-spread.yaml",
