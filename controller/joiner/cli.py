@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from joiner import __version__
 
 # Subcommand modules, in the order `joiner --help` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("simulate", "validate", "render", "controller")
+COMMAND_MODULES: tuple[str, ...] = ("simulate", "validate", "render", "top", "controller")
 
 
 def build_parser() -> argparse.ArgumentParser:
