@@ -2,15 +2,16 @@
 
 Each node with its pool, type, zone, capacity type, price and its CPU and memory
 requests against allocatable as bars; NodeClaims still launching and nodes being
-deleted marked; totals and $/h per pool and for the cluster. Redrawn on watch events,
-at most once a second. ``--once`` prints one frame and exits. Ctrl-C exits with 0.
-Read-only: it needs get/list/watch on nodes, pods, nodeclaims and nodepools
-(docs/operations.md). Prices: ``joiner.top.prices``.
+deleted marked; totals and $/h per pool and for the cluster. Redrawn on watch events
+and when the terminal is resized, at most once a second. ``--once`` prints one frame
+and exits. Ctrl-C exits with 0. Read-only: it needs get/list/watch on nodes, pods,
+nodeclaims and nodepools (docs/operations.md). Prices: ``joiner.top.prices``.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 
@@ -59,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             screen.draw(objects)
             return 0
+        resized = threading.Event()
+        signal.signal(signal.SIGWINCH, lambda *_: resized.set())
         with screen.live():
             screen.draw(objects)
-            follow(kube, screen.draw, threading.Event())
+            follow(kube, screen.draw, threading.Event(), redraw=resized)
     except ApiError as err:
         return _fail(str(err), EXIT_FAILED)
     except KeyboardInterrupt:

@@ -2,9 +2,9 @@
 
 The watches run on background threads (``ThreadedFeed``, as the controller's own
 informers do: re-list after a 410 or a failure); this thread applies what they
-deliver and draws a new frame once every kind has been listed and something changed,
-at most once per ``interval`` (a burst of events, e.g. a Deployment scaled by a
-hundred, draws one frame, not a hundred).
+deliver and draws a new frame once every kind has been listed and something changed
+(or the terminal was resized), at most once per ``interval`` (a burst of events, e.g. a
+Deployment scaled by a hundred, draws one frame, not a hundred).
 """
 
 from __future__ import annotations
@@ -72,9 +72,12 @@ def follow(
     draw: Callable[[ClusterObjects], None],
     stop: threading.Event,
     interval: float = REFRESH_INTERVAL,
+    redraw: threading.Event | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Draw the cluster, then again on changes (debounced by ``interval``) until ``stop``."""
+    """Draw the cluster, then again on changes (debounced by ``interval``) until ``stop``;
+    ``redraw`` set (the terminal was resized) draws again without a change."""
+    redraw = redraw or threading.Event()
     cache = ClusterCache()
     feed = ThreadedFeed(kube, KINDS, cache.apply, cache.listed)
     feed.start()
@@ -83,8 +86,9 @@ def follow(
         while not stop.is_set():
             feed.wait(POLL)
             feed.pump()
-            changed = cache.complete and cache.version != drawn_version
-            if changed and clock() - drawn_at >= interval:
+            due = cache.version != drawn_version or redraw.is_set()
+            if cache.complete and due and clock() - drawn_at >= interval:
+                redraw.clear()
                 drawn_version, drawn_at = cache.version, clock()
                 draw(cache.objects())
     finally:

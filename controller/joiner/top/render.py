@@ -27,11 +27,12 @@ from joiner.top.view import (
 )
 
 GIB = 2**30
-BAR_WIDTH = 8
+BAR_WIDTH = 6
 FULL, EMPTY = "█", "░"
 TEXT_WIDTH = 1000  # wider than any table: text output is never wrapped
 CLUSTER = "(cluster)"
 NODE_HEADER = ("NAME", "POOL", "TYPE", "ZONE", "CAPACITY", "PRICE", "STATUS", "PODS")
+Cell = Text | str
 STATUS_STYLE = {LAUNCHING: "cyan", DELETING: "red", NOT_READY: "yellow"}
 
 
@@ -47,9 +48,8 @@ def frame(lines: Sequence[NodeLine], pools: Iterable[str] = (), title: str = "")
 
 
 def node_table(lines: Sequence[NodeLine]) -> Table:
-    table = _table(*NODE_HEADER, "CPU", "MEMORY")
-    for line in lines:
-        table.add_row(
+    rows = [
+        [
             line.name,
             line.pool,
             line.instance_type or "-",
@@ -59,22 +59,25 @@ def node_table(lines: Sequence[NodeLine]) -> Table:
             Text(line.status, style=STATUS_STYLE.get(line.status, "")),
             str(line.pods),
             *_usage_cells(line),
-        )
-    return table
+        ]
+        for line in lines
+    ]
+    return _table([*NODE_HEADER, "CPU", "MEMORY"], rows, shrinkable=2)
 
 
 def pool_table(totals: Sequence[PoolTotal]) -> Table:
-    table = _table("POOL", "NODES", "PODS", "PRICE", "CPU", "MEMORY")
-    for row in totals:
-        table.add_row(
+    rows = [
+        [
             Text(row.pool, style="bold" if row.pool == CLUSTER else ""),
             str(row.nodes),
             str(row.pods),
             format_price(row.price),
             usage_cell(row.cpu, 1, ""),
             usage_cell(row.memory, GIB, "Gi"),
-        )
-    return table
+        ]
+        for row in totals
+    ]
+    return _table(["POOL", "NODES", "PODS", "PRICE", "CPU", "MEMORY"], rows, shrinkable=1)
 
 
 def to_text(renderable: RenderableType) -> str:
@@ -99,7 +102,7 @@ def usage_cell(usage: Usage, unit: float, suffix: str) -> Text:
     )
 
 
-def _usage_cells(line: NodeLine) -> tuple[Text | str, Text | str]:
+def _usage_cells(line: NodeLine) -> tuple[Cell, Cell]:
     if line.status == LAUNCHING:  # no node: nothing allocatable yet
         return "-", "-"
     return usage_cell(line.cpu, 1, ""), usage_cell(line.memory, GIB, "Gi")
@@ -121,9 +124,14 @@ def _summary(title: str, lines: Sequence[NodeLine], cluster: PoolTotal) -> str:
     return f"{prefix}{', '.join(counts)}; {cluster.pods} pods; {format_price(cluster.price)}"
 
 
-def _table(*headers: str) -> Table:
-    """Columns two spaces apart, no borders: reads like ``kubectl get``."""
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], shrinkable: int) -> Table:
+    """Columns two spaces apart, no borders: reads like ``kubectl get``. On a terminal
+    narrower than the table the first ``shrinkable`` columns (the names) are cut short
+    first, with an ellipsis (rich narrows only wrappable columns before all of them; a
+    name has no space to wrap at), so the figures keep their width."""
     table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold")
-    for header in headers:
-        table.add_column(header, no_wrap=True, overflow="ellipsis")
+    for i, header in enumerate(headers):
+        table.add_column(header, no_wrap=i >= shrinkable, overflow="ellipsis")
+    for row in rows:
+        table.add_row(*row)
     return table

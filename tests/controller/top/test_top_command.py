@@ -40,13 +40,13 @@ def test_once_prints_one_frame_with_only_read_access(top_cluster: TopCluster) ->
     pool = top_cluster.pool
     assert shown[top_cluster.node] == [
         pool, "m5.large", "us-east-1a", "on-demand", "$0.0960/h", "Ready", "1",
-        "██░░░░░░ 0.50/1.93", "█░░░░░░░ 1.00/7.00Gi",
+        "██░░░░ 0.50/1.93", "█░░░░░ 1.00/7.00Gi",
     ]  # fmt: skip
     assert shown[top_cluster.claim] == [
         pool, "c5.large", "-", "spot", "$0.0340/h", "Launching", "0", "-", "-"
     ]  # fmt: skip
     # the pool: one node, one pod; the launching instance is paid for too
-    assert shown[pool] == ["1", "1", "$0.1300/h", "██░░░░░░ 0.50/1.93", "█░░░░░░░ 1.00/7.00Gi"]
+    assert shown[pool] == ["1", "1", "$0.1300/h", "██░░░░ 0.50/1.93", "█░░░░░ 1.00/7.00Gi"]
 
 
 def test_without_read_access_it_fails_in_one_line_naming_the_refusal(
@@ -84,7 +84,7 @@ def test_watch_events_redraw_the_frame_at_most_once_per_interval(
     follower.start()
     try:
         wait_for(lambda: frames, "the first frame", timeout=20)
-        second = f"{top_cluster.pool}-b"
+        second = f"{top_cluster.pool}b"
         top_cluster.add_node(second, "c5.xlarge", "spot", "3920m")
         for i in range(5):  # a burst of events: debounced, not a frame each
             top_cluster.bind_pod(f"burst-{i}", second, "250m", "256Mi")
