@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
+from joiner.top.live import READ_ONLY_RULES
 from joiner.top.prices import embedded_price
 from joiner.top.render import frame, to_text
 from joiner.top.snapshot import ClusterObjects, node_lines
@@ -37,3 +39,11 @@ def test_prices_come_from_the_embedded_list_with_spot_at_the_default_fraction() 
     assert embedded_price({**labels, "topology.kubernetes.io/region": "moon"}) == 0.096
     assert embedded_price({"node.kubernetes.io/instance-type": "x9.nothing"}) is None
     assert embedded_price({}) is None
+
+
+def test_the_documented_cluster_role_is_the_one_the_tests_enforce() -> None:
+    operations = (HERE.parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    documents = re.findall(r"```yaml\n(.*?)```", operations, re.DOTALL)
+    roles = [d for d in map(yaml.safe_load, documents) if isinstance(d, dict)]
+    role = next(d for d in roles if d.get("metadata", {}).get("name") == "joiner-top")
+    assert role["rules"] == READ_ONLY_RULES
