@@ -10,6 +10,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+from joiner.cli import main
+from joiner.commands import top as top_command
 from joiner.kube.http import ClusterConfig, HttpKube
 from joiner.testing.envtest import ControlPlane
 from joiner.testing.polling import wait_for
@@ -102,3 +105,12 @@ def test_watch_events_redraw_the_frame_at_most_once_per_interval(
     assert not follower.is_alive()
     times = [at for at, _ in frames]
     assert all(later - earlier >= interval for earlier, later in itertools.pairwise(times))
+
+
+def test_without_rich_it_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(top_command, "rich_installed", lambda: False)
+
+    assert main(["top", "--once"]) == 2
+    assert capsys.readouterr().err == "joiner top: needs rich: pip install 'joiner[top]'\n"
