@@ -89,38 +89,42 @@ def node_lines(objects: ClusterObjects, price_of: PriceOf) -> list[NodeLine]:
 def _node_line(
     node: Object, claim: Object | None, pods: list[Object], price_of: PriceOf
 ) -> NodeLine:
-    labels = _meta(node).get("labels") or {}
     allocatable = res.parse_resource_list((node.get("status") or {}).get("allocatable"))
     requested = res.sum_lists(pod_requests(pod, {}) for pod in pods)
     deleting = _deleting(node) or (claim is not None and _deleting(claim))
-    return NodeLine(
-        name=_meta(node).get("name", ""),
-        pool=labels.get(wk.NODEPOOL) or STATIC_POOL,
-        instance_type=labels.get(wk.INSTANCE_TYPE),
-        zone=labels.get(wk.ZONE),
-        capacity_type=labels.get(wk.CAPACITY_TYPE),
-        price=price_of(labels),
-        status=DELETING if deleting else READY if _ready(node) else NOT_READY,
-        pods=len(pods),
-        cpu=_usage(res.CPU, requested, allocatable),
-        memory=_usage(res.MEMORY, requested, allocatable),
+    status = DELETING if deleting else READY if _ready(node) else NOT_READY
+    return _line(
+        node,
+        price_of,
+        status,
+        len(pods),
+        _usage(res.CPU, requested, allocatable),
+        _usage(res.MEMORY, requested, allocatable),
     )
 
 
 def _launching_line(claim: Object, price_of: PriceOf) -> NodeLine:
     """A NodeClaim's labels name its offering once it launched (none before)."""
-    labels = _meta(claim).get("labels") or {}
+    status = DELETING if _deleting(claim) else LAUNCHING
+    return _line(claim, price_of, status, 0, Usage(), Usage())
+
+
+def _line(
+    obj: Object, price_of: PriceOf, status: str, pods: int, cpu: Usage, memory: Usage
+) -> NodeLine:
+    """A Node's or NodeClaim's line: its pool and offering from its well-known labels."""
+    labels = _meta(obj).get("labels") or {}
     return NodeLine(
-        name=_meta(claim).get("name", ""),
+        name=_meta(obj).get("name", ""),
         pool=labels.get(wk.NODEPOOL) or STATIC_POOL,
         instance_type=labels.get(wk.INSTANCE_TYPE),
         zone=labels.get(wk.ZONE),
         capacity_type=labels.get(wk.CAPACITY_TYPE),
-        price=price_of(labels) if labels.get(wk.INSTANCE_TYPE) else None,
-        status=DELETING if _deleting(claim) else LAUNCHING,
-        pods=0,
-        cpu=Usage(),
-        memory=Usage(),
+        price=price_of(labels),
+        status=status,
+        pods=pods,
+        cpu=cpu,
+        memory=memory,
     )
 
 
