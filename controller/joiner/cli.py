@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from joiner import __version__
 
 # Subcommand modules, in the order `joiner --help` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("simulate", "validate", "convert", "render", "controller")
+COMMAND_MODULES: tuple[str, ...] = (
+    "simulate",
+    "validate",
+    "convert",
+    "render",
+    "top",
+    "controller",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

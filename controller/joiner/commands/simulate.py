@@ -21,6 +21,7 @@ from joiner.sim import bounds, progress
 from joiner.sim.bounds import BoundReached
 from joiner.sim.engine import Simulation
 from joiner.sim.scenario import ScenarioError, load_scenario
+from joiner.top import rich_installed
 
 # A run whose settle step did not settle answers nothing it was asked: as bad as bad input.
 UNSETTLED_EXIT_CODE = 2
@@ -56,6 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output == "table" and not rich_installed():  # before a run whose table is lost
+        print(
+            "joiner simulate: --output table needs rich: pip install 'joiner[sim]' "
+            "(or use --output json)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         scenario = load_scenario(args.file)
         for warning in scenario.conversion_warnings:

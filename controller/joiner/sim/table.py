@@ -3,8 +3,9 @@
 For every step: what happened during it (the NodeClaims launched, registered and
 initialized, from their conditions; the events: nominations, disruptions, evictions),
 then where things stand when it completes (each node with its type, zone, capacity type,
-price, pods and how full it is; the cost per hour; each pending pod and why it cannot be
-placed; whether expectations held and settle steps settled). Then the NodeClaims' lives,
+price, pods and how full it is, in the table ``joiner top`` draws; the cost per hour; each
+pending pod and why it cannot be placed; whether expectations held and settle steps
+settled). Then the NodeClaims' lives,
 failed expectations and settle steps that did not settle.
 """
 
@@ -21,8 +22,8 @@ from joiner.sim.result import (
     SimulationResult,
     Snapshot,
 )
-
-GIB = 2**30
+from joiner.top.render import format_price, node_table, to_text
+from joiner.top.view import NOT_READY, READY, STATIC_POOL, NodeLine, Usage
 
 
 def render_table(result: SimulationResult) -> str:
@@ -71,10 +72,6 @@ def format_time(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" + (f".{tenths}" if tenths else "")
-
-
-def format_price(price: float | None) -> str:
-    return "-" if price is None else f"${price:.4f}/h"
 
 
 def _header(result: SimulationResult) -> list[str]:
@@ -144,11 +141,9 @@ def _snapshot(snapshot: Snapshot, previous: Snapshot | None) -> list[str]:
         f"{_plural(snapshot.pods_running, 'pod')} running, {len(snapshot.pending_pods)} pending, "
         f"cost {format_price(snapshot.cost_per_hour)}"
     ]
-    if snapshot.nodes:
-        header = ["NAME", "POOL", "TYPE", "ZONE", "CAPACITY", "PRICE", "READY", "PODS"]
-        rows = [[*header, "CPU USED", "MEMORY USED"]]
-        rows += [_node_row(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
-        lines += _columns(rows, indent=4)
+    if snapshot.nodes:  # the table `joiner top` draws
+        nodes = [_node_line(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
+        lines += [f"    {line}" for line in to_text(node_table(nodes)).splitlines()]
     if snapshot.pending_pods:
         lines += ["  Pending pods, by reason:", *_pending(snapshot.pending_pods)]
     return lines
@@ -175,28 +170,23 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _node_row(node: NodeView) -> list[str]:
-    pool = node.nodepool if node.managed else "(static)"
-    return [
-        node.name,
-        pool or "-",
-        node.instance_type or "-",
-        node.zone or "-",
-        node.capacity_type or "-",
-        format_price(node.price),
-        "yes" if node.ready else "no",
-        str(len(node.pods)),
-        _usage(node, "cpu", 1, ""),
-        _usage(node, "memory", GIB, "Gi"),
-    ]
+def _node_line(node: NodeView) -> NodeLine:
+    return NodeLine(
+        name=node.name,
+        pool=(node.nodepool or "-") if node.managed else STATIC_POOL,
+        instance_type=node.instance_type,
+        zone=node.zone,
+        capacity_type=node.capacity_type,
+        price=node.price,
+        status=READY if node.ready else NOT_READY,
+        pods=len(node.pods),
+        cpu=_usage(node, "cpu"),
+        memory=_usage(node, "memory"),
+    )
 
 
-def _usage(node: NodeView, resource: str, unit: float, suffix: str) -> str:
-    """Requested of allocatable, e.g. ``2.00/3.92 (51%)``."""
-    allocatable = node.allocatable.get(resource, 0) / unit
-    requested = node.requested.get(resource, 0) / unit
-    share = f" ({requested / allocatable:.0%})" if allocatable else ""
-    return f"{requested:.2f}/{allocatable:.2f}{suffix}{share}"
+def _usage(node: NodeView, resource: str) -> Usage:
+    return Usage(node.requested.get(resource, 0), node.allocatable.get(resource, 0))
 
 
 def _expect_outcome(failures: Sequence[str]) -> list[str]:

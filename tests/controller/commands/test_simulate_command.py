@@ -232,3 +232,21 @@ def test_help_states_the_exit_codes_and_the_bounds(capsys: pytest.CaptureFixture
         "default 10m; spec.limits.steps, default 10,000,000; 10,000 NodeClaims at once; an "
         "instant that never ends). Workloads may ask for at most 50,000 pods."
     ) in text
+
+
+def test_the_table_without_rich_says_which_extra_to_install_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from joiner.commands import simulate
+
+    monkeypatch.setattr(simulate, "rich_installed", lambda: False)
+    path = tmp_path / "fine.yaml"
+    path.write_text(scenario())
+
+    assert main(["simulate", str(path)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "joiner simulate: --output table needs rich: pip install 'joiner[sim]' "
+        "(or use --output json)\n",
+    )
+    assert main(["simulate", str(path), "--output", "json"]) == 0  # JSON needs no rich
