@@ -610,8 +610,21 @@ def _skewed(
             counts[domain] = counts.get(domain, 0) + 1
     if not counts:
         return False
-    floor = 0 if key == wk.HOSTNAME else min(counts.get(d, 0) for d in _domains(document, pod, key))
+    floor = 0
+    if key != wk.HOSTNAME and not _short_of_min_domains(document, pod, constraint):
+        floor = min(counts.get(d, 0) for d in _domains(document, pod, key))
     return max(counts.values()) - floor > int(constraint.get("maxSkew", 1))
+
+
+def _short_of_min_domains(
+    document: Document, pod: Mapping[str, Any], constraint: Mapping[str, Any]
+) -> bool:
+    """Whether a DoNotSchedule spread's minDomains exceeds the domains the pod may use at
+    all: kube-scheduler then takes the global minimum as 0, so no domain may hold more
+    than maxSkew of its pods."""
+    return constraint.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" and int(
+        constraint.get("minDomains") or 1
+    ) > len(_domains(document, pod, constraint["topologyKey"]))
 
 
 def _domains(document: Document, pod: Mapping[str, Any], key: str) -> set[str]:
@@ -671,12 +684,14 @@ def validly_placed(document: Document, run: Outcome) -> frozenset[str]:
 
 
 def _overcrowds_its_node(document: Document, homes: Homes, pod: Mapping[str, Any]) -> bool:
-    """Whether the pod's node holds more pods of one of its DoNotSchedule hostname spreads
-    than maxSkew allows (upstream restarts a spread's counts when a pod relaxes a required
-    node-affinity term, and then overcrowds: docs/compatibility.md)."""
+    """Whether a domain holds more pods of one of the pod's DoNotSchedule spreads than
+    maxSkew allows, where kube-scheduler's global minimum is 0 whatever the other domains
+    hold: a hostname spread (a new node is an empty domain), or a spread whose minDomains
+    exceeds the domains the pod may use. Upstream restarts a spread's counts when a pod
+    relaxes a required node-affinity term, and then overcrowds (docs/compatibility.md)."""
     spec = pod.get("spec") or {}
     return any(
-        c.get("topologyKey") == wk.HOSTNAME
+        (c.get("topologyKey") == wk.HOSTNAME or _short_of_min_domains(document, pod, c))
         and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
         and _skewed(document, homes, pod, c)
         for c in spec.get("topologySpreadConstraints") or ()

@@ -97,6 +97,8 @@ DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
 # A pod upstream puts on an existing node that meets neither of its required terms.
 REFUSED = "existing-node-its-terms-refuse.json"
+# Pods upstream puts beyond a capacity-type spread's maxSkew after relaxing a term.
+OVERCROWDED = "spread-min-domains-above-its-domains.json"
 
 
 def _document(case: Case) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def _zones(plan: Plan) -> set[str]:
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
     inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
-    assert inputs | {DISPLACED, DISPLACED_IN_POOL, REFUSED} == {
+    assert inputs | {DISPLACED, DISPLACED_IN_POOL, REFUSED, OVERCROWDED} == {
         p.name for p in CASES_DIR.glob("*.json")
     }
 
@@ -135,6 +137,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
     for name in (DISPLACED, DISPLACED_IN_POOL):
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
+    assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -258,6 +261,28 @@ def test_a_run_that_placed_a_pod_kube_scheduler_refuses_is_no_cost_baseline(
         {"test-zone-1"},
     )
     assert differential.divergences(document, runs, plan) == []
+
+
+def test_pods_beyond_a_spread_kube_scheduler_refuses_are_not_validly_placed(
+    karpenter_oracle: Path,
+) -> None:
+    """Four pods spread over the two capacity types with minDomains 3: kube-scheduler
+    takes the global minimum as 0, so one pod per capacity type. Upstream places two
+    under the first node-affinity term, relaxes the others to the second, restarts the
+    spread's counts and places them too; the suite counts none of the four as validly
+    placed (it cannot tell which two kube-scheduler would bind), and Joiner places two."""
+    document = _read(OVERCROWDED)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [(len(run.placed), run.nodeclaims) for run in runs] == [(4, 2)] * RUNS
+    assert [differential.validly_placed(document, run) for run in runs] == [frozenset()] * RUNS
+    assert (len(plan.nodeclaims), len(plan.unplaceable)) == (2, 2)
+    assert differential.divergences(document, runs, plan) == []
+    one_each = json.loads(json.dumps(document))
+    for pod in one_each["pods"]:
+        del pod["spec"]["topologySpreadConstraints"][0]["minDomains"]
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [one_each] * RUNS)]
+    assert [len(differential.validly_placed(one_each, run)) for run in runs] == [4] * RUNS
 
 
 def gave_up(document: dict[str, Any], run: oracle.Outcome, plan: Plan, what: str) -> bool:
