@@ -64,17 +64,16 @@ def contradictory_node_selection(document: Document, key: str) -> bool:
 
 
 def spread_ignoring_node_affinity(document: Document, key: str) -> bool:
-    """It spreads with nodeAffinityPolicy Ignore over a key its node selection restricts:
-    Joiner counts every domain for the skew, as kube-scheduler does; upstream only the
-    pod's own domains."""
+    """It spreads with nodeAffinityPolicy Ignore and has a node selection, which may
+    restrict the spread's key directly or through the instance types and NodePools it
+    admits: Joiner counts every domain for the skew, as kube-scheduler does; upstream
+    only the pod's own domains."""
     spec = _pod(document, key).get("spec") or {}
-    restricted = set(spec.get("nodeSelector") or {}) | {
-        e["key"] for term in _required_terms(spec) for e in term
-    }
-    return any(
+    selects = bool(spec.get("nodeSelector")) or any(_required_terms(spec))
+    return selects and any(
         c.get("nodeAffinityPolicy") == "Ignore"
         and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-        and c["topologyKey"] in restricted
+        and c["topologyKey"] != wk.HOSTNAME
         for c in spec.get("topologySpreadConstraints") or ()
     )
 
@@ -244,6 +243,29 @@ def daemonset_its_selection_excludes(document: Document, key: str) -> bool:
     return False
 
 
+def exists_beside_not_in(document: Document, key: str) -> bool:
+    """Its heaviest preferred node-affinity term and its node selection (nodeSelector
+    and a required term) have, on one key, Exists on one side and NotIn on the other:
+    upstream's requirements keep only the NotIn (which a node without the label meets),
+    so it may keep the preference by a term, or a NodePool, that Joiner rules out."""
+    spec = _pod(document, key).get("spec") or {}
+    preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not preferred:
+        return False
+    heaviest = max(preferred, key=lambda weighted: int(weighted.get("weight") or 0))
+    wanted = (heaviest.get("preference") or {}).get("matchExpressions") or ()
+    operators = {(e["key"], e["operator"]) for e in wanted}
+    folding = {("Exists", "NotIn"), ("NotIn", "Exists")}
+    return any(
+        (e["key"], other) in operators and (e["operator"], other) in folding
+        for term in _required_terms(spec) or [[]]
+        for e in [*_selector(spec), *term]
+        for other in ("Exists", "NotIn")
+    )
+
+
 def _selector(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A nodeSelector as In expressions."""
     return [
@@ -264,6 +286,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
     "daemonsets a pod's node selection excludes": daemonset_its_selection_excludes,
     "spread within maxSkew": spread_within_max_skew,
+    "Exists beside NotIn": exists_beside_not_in,
 }
 
 

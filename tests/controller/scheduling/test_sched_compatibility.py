@@ -64,6 +64,7 @@ CASES = {
         "daemonsets-the-pod-excludes.json", 0, 0, 0, 1, 1, 0
     ),
     "spread within maxSkew": Case("spread-within-max-skew.json", 0, 0, 0, 1, 1, 1),
+    "Exists beside NotIn": Case("exists-beside-not-in.json", 1, 1, 1, 0, 0, 0),
 }
 
 
