@@ -344,26 +344,62 @@ def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterato
 
 
 def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
-    """Whether every upstream run put the pod where Joiner's plan puts, instead, a pod
-    of a documented difference that the run left pending: on the same existing node, or
-    on a NodeClaim of the same NodePool (its room, or the pool's limits, went to that
-    pod). The pod is then pending by that difference, not by one of its own."""
-    documented: dict[str, set[str]] = {}  # node or NodePool -> documented pods there
-    for other, node in plan.existing.items():
-        documented.setdefault(node, set()).add(other)
-    for claim in plan.nodeclaims:
-        documented.setdefault(claim.nodepool, set()).update(claim.pods)
+    """Whether every upstream run put the pod where a pod of a documented difference
+    took the room on one side only (``_room_differs``): on the same existing node, or on
+    a NodeClaim of the same NodePool (its room, or the pool's limits). The pod is then
+    pending by that difference, not by one of its own."""
     for run in runs:
         home = run.homes.get(key)
         if home is None:
             return False
         place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
-        if not any(
-            other not in run.placed and explained(document, other) is not None
-            for other in documented.get(place or "", ())
-        ):
+        if not _room_differs(document, run, plan, place or ""):
             return False
     return True
+
+
+def _room_differs(document: Document, run: Outcome, plan: Plan, place: str) -> bool:
+    """Whether, on an existing node or a NodePool (``place``), Joiner's plan puts a pod
+    of a documented difference that the run left pending, or the run puts one there
+    that Joiner left pending: the room the other pods there found is not the same."""
+    ours = _places(plan)
+    theirs = _run_places(run)
+    return any(
+        explained(document, other) is not None
+        for other in (ours.get(place, set()) - run.placed)
+        | (theirs.get(place, set()) & plan.unplaceable.keys())
+    )
+
+
+def _places(plan: Plan) -> dict[str, set[str]]:
+    """Joiner's pods per existing node and per NodePool of their NodeClaim."""
+    places: dict[str, set[str]] = {}
+    for other, node in plan.existing.items():
+        places.setdefault(node, set()).add(other)
+    for claim in plan.nodeclaims:
+        places.setdefault(claim.nodepool, set()).update(claim.pods)
+    return places
+
+
+def _run_places(run: Outcome) -> dict[str, set[str]]:
+    """The run's pods per existing node and per NodePool of their NodeClaim."""
+    places: dict[str, set[str]] = {}
+    for other in run.on_nodes:
+        places.setdefault(run.homes[other][wk.HOSTNAME], set()).add(other)
+    for claim in run.claims:
+        places.setdefault(claim["nodePool"], set()).update(claim.get("pods") or ())
+    return places
+
+
+def _placed_on_room_a_documented_pod_took(
+    document: Document, runs: Sequence[Outcome], plan: Plan, key: str
+) -> bool:
+    """Whether Joiner put the pod where, in every upstream run (none placed it), a pod
+    of a documented difference took the room on one side only (``_room_differs``)."""
+    place = plan.existing.get(key) or next(
+        (claim.nodepool for claim in plan.nodeclaims if key in claim.pods), ""
+    )
+    return all(_room_differs(document, run, plan, place) for run in runs)
 
 
 def _extra(
@@ -372,7 +408,9 @@ def _extra(
     never = placed - frozenset.union(*(run.placed for run in runs))
     found = []
     for key in sorted(never):
-        if explained(document, key) is None:
+        if explained(document, key) is None and not _placed_on_room_a_documented_pod_took(
+            document, runs, plan, key
+        ):
             errors = {run.errors.get(key) for run in runs}
             found.append(Divergence("placed", f"{key} placed by no upstream run ({errors})"))
     return found

@@ -96,6 +96,8 @@ CHANCE_RUNS = 8
 # existing node, or their NodePool's limits.
 DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
+# ... and, the other way round, pods whose room upstream gave to a documented pod.
+DISPLACED_BY_UPSTREAM = "room-taken-by-a-relaxed-spread.json"
 # A pod upstream puts on an existing node that meets neither of its required terms.
 REFUSED = "existing-node-its-terms-refuse.json"
 # Pods upstream puts beyond a capacity-type spread's maxSkew after relaxing a term.
@@ -121,9 +123,8 @@ def _zones(plan: Plan) -> set[str]:
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
     inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
-    assert inputs | {DISPLACED, DISPLACED_IN_POOL, REFUSED, OVERCROWDED} == {
-        p.name for p in CASES_DIR.glob("*.json")
-    }
+    others = {DISPLACED, DISPLACED_IN_POOL, DISPLACED_BY_UPSTREAM, REFUSED, OVERCROWDED}
+    assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
 
 def test_the_page_documents_each_difference_with_its_input() -> None:
@@ -139,6 +140,8 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
     assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
+    relaxed = titled["spread after tolerating PreferNoSchedule"]
+    assert f"compatibility/{DISPLACED_BY_UPSTREAM}" in relaxed
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -226,6 +229,35 @@ def test_pods_that_lost_their_pools_limits_to_a_documented_pod_are_no_divergence
     assert [differential.explained(document, key) for key in pending] == [None] * 3
     assert all(differential.displaced(document, runs, plan, key) for key in pending)
     assert differential.explained(document, "default/app2-0") is not None
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_pods_whose_room_upstream_gave_to_a_documented_pod_are_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """node-1 has 16 CPUs and no pool can launch a node for these pods. Upstream relaxes
+    app3-1 to tolerate the pool's PreferNoSchedule taint, counts its spread afresh and
+    puts it beside app3-0 and app0-0 (15 CPUs): app2-0 fits, app4-0 and app4-1 do not.
+    Joiner keeps app3-1 out (maxSkew), so app4-0 and app4-1 take the room and app2-0
+    finds none. Neither app2-0 pending nor the app4 pods placed is a divergence."""
+    document = _read(DISPLACED_BY_UPSTREAM)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    app3 = ["default/app3-0", "default/app3-1"]
+    assert [sorted(run.on_nodes) for run in runs] == [
+        ["default/app0-0", "default/app2-0", *app3]
+    ] * RUNS
+    assert sorted(plan.existing) == [
+        "default/app0-0",
+        "default/app3-0",
+        "default/app4-0",
+        "default/app4-1",
+    ]
+    assert sorted(plan.unplaceable) == ["default/app2-0", "default/app3-1"]
+    assert differential.explained(document, "default/app3-1") == differential.RELAXED_SPREAD
+    for key in ("default/app2-0", "default/app4-0"):
+        assert differential.explained(document, key) is None
+    assert differential.displaced(document, runs, plan, "default/app2-0")
     assert differential.divergences(document, runs, plan) == []
 
 
