@@ -112,6 +112,26 @@ def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> 
     return spreads_over_itself and _prefers_not_on_some_pool(document, pod)
 
 
+RELAXED_TERM_SPREAD = "spread after relaxing a node-affinity term"
+
+
+def spread_after_relaxing_a_term(document: Document, key: str) -> bool:
+    """It spreads with DoNotSchedule over zones or capacity types, over pods it selects
+    itself, and has more than one required node-affinity term: Joiner counts every pod
+    placed in the batch; upstream, once it gives up the first term, counts the pod in a
+    new topology group that starts from the pods bound in the cluster only. Like
+    ``spread_after_tolerating_prefer_no_schedule``, the cost check skips only the runs
+    that show it (``spread_skewed_after_relaxing``)."""
+    pod = _pod(document, key)
+    spec = pod.get("spec") or {}
+    return len(_required_terms(spec)) > 1 and any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        and _selects(c, _labels(pod))
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+
+
 def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
     """It has a required pod affinity or anti-affinity on a key other than the hostname,
     and some NodePool has a PreferNoSchedule taint it does not tolerate: Joiner, like
@@ -278,6 +298,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
     RELAXED_SPREAD: spread_after_tolerating_prefer_no_schedule,
+    RELAXED_TERM_SPREAD: spread_after_relaxing_a_term,
     "pod affinity beyond the hostname, PreferNoSchedule": (
         affinity_beyond_hostname_prefer_no_schedule
     ),
@@ -436,7 +457,8 @@ def _cost(
     ]
     differing = {key for run in comparable for key in run.placed - placed}
     if not comparable or any(
-        explained(document, key) not in (None, RELAXED_SPREAD) for key in placed | differing
+        explained(document, key) not in (None, RELAXED_SPREAD, RELAXED_TERM_SPREAD)
+        for key in placed | differing
     ):
         return []
     cheapest = min(run.cost for run in comparable)
@@ -505,14 +527,18 @@ def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
 
 def spread_skewed_after_relaxing(document: Document, run: Outcome) -> bool:
     """Whether the run put a pod that upstream may relax to tolerate a PreferNoSchedule
-    taint (``spread_after_tolerating_prefer_no_schedule``) where one of its DoNotSchedule
-    spreads exceeds maxSkew, counting every pod the run placed: the relaxed pod no longer
+    taint (``spread_after_tolerating_prefer_no_schedule``) or to a later node-affinity
+    term (``spread_after_relaxing_a_term``) where one of its DoNotSchedule spreads
+    exceeds maxSkew, counting every pod the run placed: the relaxed pod no longer
     counted the pods placed before it (docs/compatibility.md). Such a run is no baseline
     for Joiner's cost; a cheaper run without such a placement still is."""
     homes = _with_existing_labels(document, run.homes)
     for pod in document.get("pods") or ():
         key = pod_key(pod)
-        if key not in run.homes or not spread_after_tolerating_prefer_no_schedule(document, key):
+        if key not in run.homes or not (
+            spread_after_tolerating_prefer_no_schedule(document, key)
+            or spread_after_relaxing_a_term(document, key)
+        ):
             continue
         spreads = (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
         if any(

@@ -65,6 +65,9 @@ CASES = {
     ),
     "spread within maxSkew": Case("spread-within-max-skew.json", 0, 0, 0, 1, 1, 1),
     "Exists beside NotIn": Case("exists-beside-not-in.json", 1, 1, 1, 0, 0, 0),
+    "spread after relaxing a node-affinity term": Case(
+        "spread-after-relaxing-a-node-affinity-term.json", 2, 2, 1, 1, 1, 1
+    ),
 }
 
 
