@@ -148,6 +148,41 @@ def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) ->
     return beyond and _prefers_not_on_some_pool(document, pod)
 
 
+def affinity_to_a_pool_of_one_domain(document: Document, key: str) -> bool:
+    """It has, or is selected by, a pending pod's required pod affinity on a zone or
+    capacity type that selects a pending pod, and some NodePool allows exactly one such
+    domain of the offerings without naming it alone with In (NotIn the others, say):
+    Joiner counts that pool's NodeClaims in their only domain, so the pod can join their
+    pods; upstream counts a NodeClaim in a domain only when its requirement is a
+    single-valued In, and finds no domain."""
+    pods = list(document.get("pods") or ())
+    pod = _pod(document, key)
+    for owner in pods:
+        for term in _required(owner, "podAffinity"):
+            topology_key = term.get("topologyKey")
+            if topology_key not in (wk.ZONE, wk.CAPACITY_TYPE):
+                continue
+            selected = [p for p in pods if _selects(term, _labels(p))]
+            involved = owner is pod or any(p is pod for p in selected)
+            if involved and selected and _pool_of_one_domain(document, topology_key):
+                return True
+    return False
+
+
+def _pool_of_one_domain(document: Document, key: str) -> bool:
+    """Whether some NodePool allows one value of ``key`` among the offerings' without a
+    single-valued In on it."""
+    offered = _domains(document, {}, key)
+    for pool in document.get("nodePools") or ():
+        template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+        on_key = [r for r in template.get("requirements") or () if r["key"] == key]
+        if any(r["operator"] == "In" and len(r.get("values") or ()) == 1 for r in on_key):
+            continue
+        if len({v for v in offered if all(_matches(r, v) for r in on_key)}) == 1:
+            return True
+    return False
+
+
 def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> bool:
     """Whether some NodePool has a PreferNoSchedule taint the pod does not tolerate."""
     return any(
@@ -302,6 +337,7 @@ DOCUMENTED: dict[str, Explanation] = {
     "pod affinity beyond the hostname, PreferNoSchedule": (
         affinity_beyond_hostname_prefer_no_schedule
     ),
+    "pod affinity to a NodePool of one domain": affinity_to_a_pool_of_one_domain,
     "contradictory node selection": contradictory_node_selection,
     "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,

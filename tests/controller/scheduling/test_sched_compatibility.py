@@ -53,6 +53,9 @@ CASES = {
     "pod affinity beyond the hostname, PreferNoSchedule": Case(
         "affinity-prefer-no-schedule.json", 0, 0, 0, 3, 1, 1
     ),
+    "pod affinity to a NodePool of one domain": Case(
+        "affinity-to-a-nodepool-of-one-zone.json", 1, 1, 1, 2, 2, 1
+    ),
     "contradictory node selection": Case("contradictory-node-selection.json", 1, 0, 1, 0, 0, 0),
     "pod affinity to pods outside its domains": Case(
         "affinity-to-pods-outside-its-domains.json", 2, 2, 1, 0, 0, 0
