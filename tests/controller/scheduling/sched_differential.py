@@ -465,12 +465,40 @@ def _extra(
     never = placed - frozenset.union(*(run.placed for run in runs))
     found = []
     for key in sorted(never):
-        if explained(document, key) is None and not _placed_on_room_a_documented_pod_took(
-            document, runs, plan, key
+        if (
+            explained(document, key) is None
+            and not _placed_on_room_a_documented_pod_took(document, runs, plan, key)
+            and not limits_reserved_as_candidates_narrow(document, plan, key)
         ):
             errors = {run.errors.get(key) for run in runs}
             found.append(Divergence("placed", f"{key} placed by no upstream run ({errors})"))
     return found
+
+
+def limits_reserved_as_candidates_narrow(document: Document, plan: Plan, key: str) -> bool:
+    """Whether Joiner put the pod on a NodeClaim of a NodePool with limits that its
+    NodeClaims there would exceed if each reserved the largest capacity of any type the
+    pool can launch, as upstream reserves when it opens a NodeClaim. Joiner reserves the
+    largest of a NodeClaim's candidates as they narrow, so within the same limits it
+    opens NodeClaims upstream does not (docs/compatibility.md, "NodePool limits")."""
+    claim = next((c for c in plan.nodeclaims if key in c.pods), None)
+    if claim is None:
+        return False
+    pool = next(p for p in document["nodePools"] if p["metadata"]["name"] == claim.nodepool)
+    limits = res.parse_resource_list((pool.get("spec") or {}).get("limits"))
+    limits.pop(res.NODES, None)
+    template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    requirements = template.get("requirements") or ()
+    launchable = [
+        instance_type(raw).capacity
+        for raw in document["instanceTypes"]
+        if any(_possible_nodes(document, claim.nodepool, requirements, [raw["name"]]))
+    ]
+    opened = sum(1 for c in plan.nodeclaims if c.nodepool == claim.nodepool)
+    return any(
+        opened * max((capacity.get(name, 0) for capacity in launchable), default=0) > limit
+        for name, limit in limits.items()
+    )
 
 
 def _cost(

@@ -108,6 +108,8 @@ DISPLACED_BY_UPSTREAM = "room-taken-by-a-relaxed-spread.json"
 REFUSED = "existing-node-its-terms-refuse.json"
 # Pods upstream puts beyond a capacity-type spread's maxSkew after relaxing a term.
 OVERCROWDED = "spread-min-domains-above-its-domains.json"
+# A NodeClaim Joiner opens within a NodePool's limits that upstream's reservation fills.
+LIMITS = "nodepool-limits-as-candidates-narrow.json"
 
 
 def _document(case: Case) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def _zones(plan: Plan) -> set[str]:
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
     inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
-    others = {DISPLACED, DISPLACED_IN_POOL, DISPLACED_BY_UPSTREAM, REFUSED, OVERCROWDED}
+    others = {DISPLACED, DISPLACED_IN_POOL, DISPLACED_BY_UPSTREAM, REFUSED, OVERCROWDED, LIMITS}
     assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
 
@@ -146,6 +148,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
     assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
+    assert f"compatibility/{LIMITS}" in titled["NodePool limits"]
     relaxed = titled["spread after tolerating PreferNoSchedule"]
     assert f"compatibility/{DISPLACED_BY_UPSTREAM}" in relaxed
 
@@ -264,6 +267,26 @@ def test_pods_whose_room_upstream_gave_to_a_documented_pod_are_no_divergence(
     for key in ("default/app2-0", "default/app4-0"):
         assert differential.explained(document, key) is None
     assert differential.displaced(document, runs, plan, "default/app2-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_nodeclaim_within_limits_upstream_reserved_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """The pool's limit is 20 CPUs; a-0 opens a NodeClaim that may be big (16) or mid (8),
+    b-0 (mid only) joins it. Upstream reserved 16 when it opened, so c-0 (apart from
+    a-0) finds no type within the 4 left; Joiner reserves mid's 8 once b-0 joined and
+    opens a second mid for c-0. The suite does not count c-0 as placed against Joiner."""
+    document = _read(LIMITS)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [sorted(run.errors) for run in runs] == [["default/c-0"]] * RUNS
+    assert [(tuple(c.instance_types), len(c.pods)) for c in plan.nodeclaims] == [
+        (("mid",), 2),
+        (("mid",), 1),
+    ]
+    assert differential.explained(document, "default/c-0") is None
+    assert differential.limits_reserved_as_candidates_narrow(document, plan, "default/c-0")
     assert differential.divergences(document, runs, plan) == []
 
 
