@@ -582,10 +582,26 @@ def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> boo
 
 def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
     """Whether the pod spreads over zones or capacity types (a ScheduleAnyway spread
-    picks its domain as a DoNotSchedule one does, as long as it is kept)."""
-    return any(
+    picks its domain as a DoNotSchedule one does, as long as it is kept), or has a pod
+    affinity over them that selects itself (its first pod picks the domain the others
+    follow: Joiner by price, upstream at random)."""
+    spec = pod.get("spec") or {}
+    if any(
         c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
-        for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+        for c in spec.get("topologySpreadConstraints") or ()
+    ):
+        return True
+    affinity = (spec.get("affinity") or {}).get("podAffinity") or {}
+    terms = [
+        *(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()),
+        *(
+            weighted.get("podAffinityTerm") or {}
+            for weighted in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        ),
+    ]
+    return any(
+        term.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE) and _selects(term, _labels(pod))
+        for term in terms
     )
 
 

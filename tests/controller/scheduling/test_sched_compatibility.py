@@ -95,6 +95,7 @@ BY_CHANCE = {
     "preferred-node-affinity-given-up-by-chance.json": (2, 4.236, PREFERENCE),
     "later-nodepool-by-chance.json": (3, 2.7475, NODEPOOL),
     "later-nodepool-by-chance-2.json": (11, 36.9772, NODEPOOL),
+    "affinity-domain-by-chance.json": (3, 6.354, SPREAD),
 }
 CHANCE_RUNS = 8
 
