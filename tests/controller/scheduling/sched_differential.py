@@ -544,8 +544,9 @@ def _cost(
 
 
 def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> bool:
-    """Whether the run put a pod with a spread over zones or capacity types in another
-    domain than Joiner did, on a NodeClaim that either it shares with pods
+    """Whether the run put a pod with a spread over zones or capacity types (or a pod
+    affinity over them that selects it) in another domain than Joiner did, or left its
+    NodeClaim's domain open where Joiner picked one, on a NodeClaim that either it shares with pods
     Joiner placed apart from it, or holds every pod of Joiner's NodeClaim for that pod
     and costs no more. Among equally counted domains upstream picks at random, Joiner the
     cheapest for the pods at hand; a later pod that can only use some other domain may
@@ -562,10 +563,8 @@ def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> boo
             ours, theirs = homes.get(key), run.homes[key]
             if ours is None:
                 continue
-            moved = any(
-                theirs.get(k) is not None and theirs.get(k) != ours.get(k)
-                for k in (wk.ZONE, wk.CAPACITY_TYPE)
-            )
+            # another domain, or one upstream left open where Joiner picked one
+            moved = any(theirs.get(k) != ours.get(k) for k in (wk.ZONE, wk.CAPACITY_TYPE))
             apart = any(
                 homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
             )
