@@ -95,11 +95,12 @@ RELAXED_SPREAD = "spread after tolerating PreferNoSchedule"
 
 def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> bool:
     """It spreads with DoNotSchedule over pods it selects itself, taints counted as by
-    default (not Honor), and some NodePool has a PreferNoSchedule taint it does not
-    tolerate: Joiner counts every pod placed in the batch; upstream, once it relaxes the
-    pod to tolerate the taint, counts it in a new topology group that starts from the
-    pods bound in the cluster only, missing those it placed earlier in the batch. The
-    cost check does not skip the workload for it; it skips the runs that show it
+    default (not Honor), and upstream may relax it to tolerate a NodePool's
+    PreferNoSchedule taint (``_relaxes_to_tolerate_prefer_no_schedule``): Joiner
+    counts every pod placed in the batch; upstream, once it relaxes the pod to tolerate
+    the taint, counts it in a new topology group that starts from the pods bound in the
+    cluster only, missing those it placed earlier in the batch. The cost check does not
+    skip the workload for it; it skips the runs that show it
     (``spread_skewed_after_relaxing``)."""
     pod = _pod(document, key)
     spec = pod.get("spec") or {}
@@ -109,7 +110,26 @@ def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> 
         and _selects(c, _labels(pod))
         for c in spec.get("topologySpreadConstraints") or ()
     )
-    return spreads_over_itself and _prefers_not_on_some_pool(document, pod)
+    return spreads_over_itself and _relaxes_to_tolerate_prefer_no_schedule(document, pod)
+
+
+def _relaxes_to_tolerate_prefer_no_schedule(document: Document, pod: Mapping[str, Any]) -> bool:
+    """Whether upstream's last relaxation adds a PreferNoSchedule toleration to the pod:
+    some NodePool has such a taint, and the pod has no toleration equal to the one it
+    adds (operator Exists, effect PreferNoSchedule, no key). Upstream compares them
+    field by field, so a pod that already tolerates the taint otherwise (an Exists
+    without key or effect, say) gets it too, and a new topology group with it."""
+    added = {"operator": "Exists", "effect": "PreferNoSchedule"}
+    has_it = any(
+        {k: v for k, v in toleration.items() if v} == added
+        for toleration in (pod.get("spec") or {}).get("tolerations") or ()
+    )
+    return not has_it and any(
+        taint.get("effect") == "PreferNoSchedule"
+        for pool in document.get("nodePools") or ()
+        for taint in ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get("taints")
+        or ()
+    )
 
 
 RELAXED_TERM_SPREAD = "spread after relaxing a node-affinity term"

@@ -109,6 +109,8 @@ DISPLACED_BY_UPSTREAM = "room-taken-by-a-relaxed-spread.json"
 REFUSED = "existing-node-its-terms-refuse.json"
 # Pods upstream puts beyond a capacity-type spread's maxSkew after relaxing a term.
 OVERCROWDED = "spread-min-domains-above-its-domains.json"
+# Pods that tolerate every taint, which upstream still relaxes to tolerate PreferNoSchedule.
+RELAXED_AGAIN = "spread-after-tolerating-prefer-no-schedule-again.json"
 # A NodeClaim Joiner opens within a NodePool's limits that upstream's reservation fills.
 LIMITS = "nodepool-limits-as-candidates-narrow.json"
 
@@ -132,7 +134,15 @@ def _zones(plan: Plan) -> set[str]:
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
     inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
-    others = {DISPLACED, DISPLACED_IN_POOL, DISPLACED_BY_UPSTREAM, REFUSED, OVERCROWDED, LIMITS}
+    others = {
+        DISPLACED,
+        DISPLACED_IN_POOL,
+        DISPLACED_BY_UPSTREAM,
+        REFUSED,
+        OVERCROWDED,
+        LIMITS,
+        RELAXED_AGAIN,
+    }
     assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
 
@@ -152,6 +162,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
     assert f"compatibility/{LIMITS}" in titled["NodePool limits"]
     relaxed = titled["spread after tolerating PreferNoSchedule"]
     assert f"compatibility/{DISPLACED_BY_UPSTREAM}" in relaxed
+    assert f"compatibility/{RELAXED_AGAIN}" in relaxed
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -288,6 +299,27 @@ def test_a_nodeclaim_within_limits_upstream_reserved_is_no_divergence(
     ]
     assert differential.explained(document, "default/c-0") is None
     assert differential.limits_reserved_as_candidates_narrow(document, plan, "default/c-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_upstream_adds_its_toleration_to_a_pod_that_tolerates_every_taint(
+    karpenter_oracle: Path,
+) -> None:
+    """Both pods tolerate every taint ({operator: Exists}); test-zone-1 runs three of
+    their pods, test-zone-3 has an empty node, and nothing with room can launch in
+    test-zone-2. Upstream still adds its PreferNoSchedule toleration to app0-1 (it is not
+    the same toleration), counts the spread afresh and puts it beside app0-0; Joiner
+    leaves it pending (test-zone-3 would be 2 against test-zone-2's 0)."""
+    document = _read(RELAXED_AGAIN)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    both = ["default/app0-0", "default/app0-1"]
+    assert [sorted(run.on_nodes) for run in runs] == [both] * RUNS
+    assert (plan.existing, sorted(plan.unplaceable)) == (
+        {"default/app0-0": "node-2"},
+        ["default/app0-1"],
+    )
+    assert {differential.explained(document, key) for key in both} == {differential.RELAXED_SPREAD}
     assert differential.divergences(document, runs, plan) == []
 
 
