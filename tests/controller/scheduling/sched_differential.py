@@ -423,16 +423,32 @@ def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterato
 def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
     """Whether every upstream run put the pod where a pod of a documented difference
     took the room on one side only (``_room_differs``): on the same existing node, or on
-    a NodeClaim of the same NodePool (its room, or the pool's limits). The pod is then
-    pending by that difference, not by one of its own."""
+    a NodeClaim of the same NodePool (its room, or the pool's limits); or on a NodeClaim
+    it shares with a pod of a documented difference, whose NodeClaim Joiner decides
+    otherwise (its domain, say). The pod is then pending by that difference, not by one
+    of its own."""
     for run in runs:
         home = run.homes.get(key)
         if home is None:
             return False
         place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
-        if not _room_differs(document, run, plan, place or ""):
+        if not (
+            _room_differs(document, run, plan, place or "")
+            or _beside_a_documented_pod(document, run, key)
+        ):
             return False
     return True
+
+
+def _beside_a_documented_pod(document: Document, run: Outcome, key: str) -> bool:
+    """Whether the run put the pod on a NodeClaim with a pod of a documented difference."""
+    return any(
+        explained(document, other) is not None
+        for claim in run.claims
+        if key in (claim.get("pods") or ())
+        for other in claim["pods"]
+        if other != key
+    )
 
 
 def _room_differs(document: Document, run: Outcome, plan: Plan, place: str) -> bool:

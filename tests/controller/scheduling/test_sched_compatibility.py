@@ -103,6 +103,8 @@ CHANCE_RUNS = 8
 # existing node, or their NodePool's limits.
 DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
+# A pod upstream puts beside a documented pod, on a NodeClaim Joiner pins elsewhere.
+BESIDE = "nodeclaim-shared-with-a-documented-pod.json"
 # ... and, the other way round, pods whose room upstream gave to a documented pod.
 DISPLACED_BY_UPSTREAM = "room-taken-by-a-relaxed-spread.json"
 # A pod upstream puts on an existing node that meets neither of its required terms.
@@ -142,6 +144,7 @@ def test_every_documented_difference_has_a_case() -> None:
         OVERCROWDED,
         LIMITS,
         RELAXED_AGAIN,
+        BESIDE,
     }
     assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
@@ -155,7 +158,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{case.input}" in titled[name]
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
-    for name in (DISPLACED, DISPLACED_IN_POOL):
+    for name in (DISPLACED, DISPLACED_IN_POOL, BESIDE):
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
     assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
@@ -320,6 +323,26 @@ def test_upstream_adds_its_toleration_to_a_pod_that_tolerates_every_taint(
         ["default/app0-1"],
     )
     assert {differential.explained(document, key) for key in both} == {differential.RELAXED_SPREAD}
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_pod_upstream_put_beside_a_documented_pod_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """The pool's limit allows one node. api-0 has a zonal anti-affinity: Joiner pins its
+    NodeClaim to test-zone-3, so web-0 (test-zone-2 only) finds no room; upstream leaves
+    the NodeClaim's zone open and web-0 joins it in test-zone-2."""
+    document = _read(BESIDE)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [run.nodeclaims for run in runs] == [1] * RUNS
+    assert all(len(run.placed) == 2 for run in runs)
+    assert [oracle.pinned_labels(c.requirements).get(wk.ZONE) for c in plan.nodeclaims] == [
+        "test-zone-3"
+    ]
+    assert sorted(plan.unplaceable) == ["default/web-0"]
+    assert differential.explained(document, "default/web-0") is None
+    assert differential.displaced(document, runs, plan, "default/web-0")
     assert differential.divergences(document, runs, plan) == []
 
 
