@@ -431,13 +431,19 @@ def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str)
         home = run.homes.get(key)
         if home is None:
             return False
-        place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
+        places = _existing_nodes(document) if key in run.on_nodes else {home.get(wk.NODEPOOL)}
         if not (
-            _room_differs(document, run, plan, place or "")
+            _room_differs(document, run, plan, places)
             or _beside_a_documented_pod(document, run, key)
         ):
             return False
     return True
+
+
+def _existing_nodes(document: Document) -> set[str | None]:
+    """The existing nodes' names: a pod that fits several of them takes room from each,
+    so room a documented pod takes on one shifts pods between all of them."""
+    return {node["name"] for node in document.get("existingNodes") or ()}
 
 
 def _beside_a_documented_pod(document: Document, run: Outcome, key: str) -> bool:
@@ -451,14 +457,16 @@ def _beside_a_documented_pod(document: Document, run: Outcome, key: str) -> bool
     )
 
 
-def _room_differs(document: Document, run: Outcome, plan: Plan, place: str) -> bool:
-    """Whether, on an existing node or a NodePool (``place``), Joiner's plan puts a pod
-    of a documented difference that the run left pending, or the run puts one there
+def _room_differs(document: Document, run: Outcome, plan: Plan, places: set[str | None]) -> bool:
+    """Whether, on the existing nodes or a NodePool (``places``), Joiner's plan puts a
+    pod of a documented difference that the run left pending, or the run puts one there
     that Joiner left pending: the room the other pods there found is not the same."""
     ours = _places(plan)
     theirs = _run_places(run)
     return any(
         explained(document, other) is not None
+        for place in places
+        if place is not None
         for other in (ours.get(place, set()) - run.placed)
         | (theirs.get(place, set()) & plan.unplaceable.keys())
     )
@@ -489,10 +497,12 @@ def _placed_on_room_a_documented_pod_took(
 ) -> bool:
     """Whether Joiner put the pod where, in every upstream run (none placed it), a pod
     of a documented difference took the room on one side only (``_room_differs``)."""
-    place = plan.existing.get(key) or next(
-        (claim.nodepool for claim in plan.nodeclaims if key in claim.pods), ""
+    places = (
+        _existing_nodes(document)
+        if key in plan.existing
+        else {next((c.nodepool for c in plan.nodeclaims if key in c.pods), None)}
     )
-    return all(_room_differs(document, run, plan, place) for run in runs)
+    return all(_room_differs(document, run, plan, places) for run in runs)
 
 
 def _extra(

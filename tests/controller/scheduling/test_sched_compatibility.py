@@ -103,6 +103,8 @@ CHANCE_RUNS = 8
 # existing node, or their NodePool's limits.
 DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
+# Room a documented pod took on one node, which moved pods off another.
+ANOTHER_NODE = "room-taken-on-another-node.json"
 # A pod upstream puts beside a documented pod, on a NodeClaim Joiner pins elsewhere.
 BESIDE = "nodeclaim-shared-with-a-documented-pod.json"
 # ... and, the other way round, pods whose room upstream gave to a documented pod.
@@ -145,6 +147,7 @@ def test_every_documented_difference_has_a_case() -> None:
         LIMITS,
         RELAXED_AGAIN,
         BESIDE,
+        ANOTHER_NODE,
     }
     assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
@@ -158,7 +161,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{case.input}" in titled[name]
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
-    for name in (DISPLACED, DISPLACED_IN_POOL, BESIDE):
+    for name in (DISPLACED, DISPLACED_IN_POOL, BESIDE, ANOTHER_NODE):
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
     assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
@@ -343,6 +346,25 @@ def test_a_pod_upstream_put_beside_a_documented_pod_is_no_divergence(
     assert sorted(plan.unplaceable) == ["default/web-0"]
     assert differential.explained(document, "default/web-0") is None
     assert differential.displaced(document, runs, plan, "default/web-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_room_a_documented_pod_took_on_another_node_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """Joiner puts app4-0 (5 CPU, a zonal anti-affinity upstream leaves pending) on
+    node-1; the pods upstream puts on node-1 move to node-2, and two pods upstream puts
+    on node-2 find no room (5,000-workload run, seed 20260301 finding 4, as drawn)."""
+    document = _read(ANOTHER_NODE)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert all("default/app4-0" not in run.placed for run in runs)
+    assert plan.existing["default/app4-0"] == "node-1"
+    for key in ("default/app1-1", "default/app3-1"):
+        assert key in plan.unplaceable
+        assert all(run.homes[key][wk.HOSTNAME] == "node-2" for run in runs)
+        assert differential.explained(document, key) is None
+        assert differential.displaced(document, runs, plan, key)
     assert differential.divergences(document, runs, plan) == []
 
 
