@@ -459,12 +459,14 @@ def _beside_a_documented_pod(document: Document, run: Outcome, key: str) -> bool
 
 def _room_differs(document: Document, run: Outcome, plan: Plan, places: set[str | None]) -> bool:
     """Whether, on the existing nodes or a NodePool (``places``), Joiner's plan puts a
-    pod of a documented difference that the run left pending, or the run puts one there
-    that Joiner left pending: the room the other pods there found is not the same."""
+    pod of a documented difference that the run left pending, or the run puts there,
+    where Joiner left it pending, one such pod or one where kube-scheduler refuses it
+    (``validly_placed``): the room the other pods there found is not the same."""
     ours = _places(plan)
     theirs = _run_places(run)
+    refused = run.placed - validly_placed(document, run)
     return any(
-        explained(document, other) is not None
+        explained(document, other) is not None or other in refused
         for place in places
         if place is not None
         for other in (ours.get(place, set()) - run.placed)

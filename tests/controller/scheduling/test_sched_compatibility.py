@@ -105,6 +105,8 @@ DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
 # Room a documented pod took on one node, which moved pods off another.
 ANOTHER_NODE = "room-taken-on-another-node.json"
+# Room upstream gave to pods kube-scheduler refuses there.
+REFUSED_ROOM = "room-taken-by-a-refused-placement.json"
 # A pod upstream puts beside a documented pod, on a NodeClaim Joiner pins elsewhere.
 BESIDE = "nodeclaim-shared-with-a-documented-pod.json"
 # ... and, the other way round, pods whose room upstream gave to a documented pod.
@@ -148,6 +150,7 @@ def test_every_documented_difference_has_a_case() -> None:
         RELAXED_AGAIN,
         BESIDE,
         ANOTHER_NODE,
+        REFUSED_ROOM,
     }
     assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
@@ -164,6 +167,7 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
     for name in (DISPLACED, DISPLACED_IN_POOL, BESIDE, ANOTHER_NODE):
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
+    assert f"compatibility/{REFUSED_ROOM}" in titled["Other deliberate differences"]
     assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
     assert f"compatibility/{LIMITS}" in titled["NodePool limits"]
     relaxed = titled["spread after tolerating PreferNoSchedule"]
@@ -365,6 +369,25 @@ def test_room_a_documented_pod_took_on_another_node_is_no_divergence(
         assert all(run.homes[key][wk.HOSTNAME] == "node-2" for run in runs)
         assert differential.explained(document, key) is None
         assert differential.displaced(document, runs, plan, key)
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_pod_on_room_upstream_gave_to_refused_placements_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """Upstream puts the four 6Gi app1 pods on node-0, which lacks the example.com/team
+    label they require; app0-1 then finds no room beside app0-0 (a hostname affinity).
+    Joiner leaves the app1 pods pending and places app0-1 (5,000-workload run, seed
+    20260302 finding 10, as drawn)."""
+    document = _read(REFUSED_ROOM)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    app1 = {f"default/app1-{i}" for i in range(4)}
+    assert all(app1 <= run.on_nodes for run in runs)
+    assert all(not app1 & differential.validly_placed(document, run) for run in runs)
+    assert all("default/app0-1" not in run.placed for run in runs)
+    assert plan.existing["default/app0-1"] == "node-0"
+    assert app1 <= plan.unplaceable.keys()
     assert differential.divergences(document, runs, plan) == []
 
 
