@@ -1266,20 +1266,32 @@ def _pin(
 ) -> Requirements:
     """Narrow the draft to the chosen domains: one domain where the pod's own constraints
     need one (see ``_single_domain``; the emptiest by its spread counts, then by
-    ``price``), the allowed set otherwise."""
+    ``price``), the allowed set otherwise. Every key is narrowed to its allowed set
+    before any is pinned, so a domain is priced only with the other keys' allowed values:
+    a zone and a capacity type pinned one after the other are a pair some type offers."""
     own: dict[str, list[TopologyGroup]] = {}
     for tg in constraints.topology:
         own.setdefault(tg.key, []).append(tg)
-    out = requirements
-    for key, values in domains.items():
-        if key == wk.HOSTNAME:
-            continue
+    chosen = {key: values for key, values in domains.items() if key != wk.HOSTNAME}
+    out = _narrowed(requirements, chosen)
+    for key, values in chosen.items():
         groups = own.get(key, ())
         # one value left is the choice already: no prices needed to rank it
         if len(values) > 1 and any(_single_domain(tg, constraints) for tg in groups):
             counts, prices = groups[0].counts, price(key, out)  # consistent with earlier pins
             offered = [v for v in values if prices.get(v, (0.0, 0))[0] < np.inf] or values
-            values = [min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))]
+            pick = min(offered, key=lambda v: (counts.get(v, 0), prices.get(v, (0.0, 0)), v))
+            if out is requirements:
+                out = requirements.copy()
+            out.add(Requirement.new(key, IN, [pick]))
+    return out
+
+
+def _narrowed(requirements: Requirements, domains: Mapping[str, list[str]]) -> Requirements:
+    """The requirements with each key of ``domains`` narrowed to its values (the same
+    object when none changes)."""
+    out = requirements
+    for key, values in domains.items():
         current = requirements.get(key)
         if current is not None and not current.complement and current.values == set(values):
             continue

@@ -64,17 +64,16 @@ def contradictory_node_selection(document: Document, key: str) -> bool:
 
 
 def spread_ignoring_node_affinity(document: Document, key: str) -> bool:
-    """It spreads with nodeAffinityPolicy Ignore over a key its node selection restricts:
-    Joiner counts every domain for the skew, as kube-scheduler does; upstream only the
-    pod's own domains."""
+    """It spreads with nodeAffinityPolicy Ignore and has a node selection, which may
+    restrict the spread's key directly or through the instance types and NodePools it
+    admits: Joiner counts every domain for the skew, as kube-scheduler does; upstream
+    only the pod's own domains."""
     spec = _pod(document, key).get("spec") or {}
-    restricted = set(spec.get("nodeSelector") or {}) | {
-        e["key"] for term in _required_terms(spec) for e in term
-    }
-    return any(
+    selects = bool(spec.get("nodeSelector")) or any(_required_terms(spec))
+    return selects and any(
         c.get("nodeAffinityPolicy") == "Ignore"
         and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-        and c["topologyKey"] in restricted
+        and c["topologyKey"] != wk.HOSTNAME
         for c in spec.get("topologySpreadConstraints") or ()
     )
 
@@ -96,11 +95,12 @@ RELAXED_SPREAD = "spread after tolerating PreferNoSchedule"
 
 def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> bool:
     """It spreads with DoNotSchedule over pods it selects itself, taints counted as by
-    default (not Honor), and some NodePool has a PreferNoSchedule taint it does not
-    tolerate: Joiner counts every pod placed in the batch; upstream, once it relaxes the
-    pod to tolerate the taint, counts it in a new topology group that starts from the
-    pods bound in the cluster only, missing those it placed earlier in the batch. The
-    cost check does not skip the workload for it; it skips the runs that show it
+    default (not Honor), and upstream may relax it to tolerate a NodePool's
+    PreferNoSchedule taint (``_relaxes_to_tolerate_prefer_no_schedule``): Joiner
+    counts every pod placed in the batch; upstream, once it relaxes the pod to tolerate
+    the taint, counts it in a new topology group that starts from the pods bound in the
+    cluster only, missing those it placed earlier in the batch. The cost check does not
+    skip the workload for it; it skips the runs that show it
     (``spread_skewed_after_relaxing``)."""
     pod = _pod(document, key)
     spec = pod.get("spec") or {}
@@ -110,7 +110,46 @@ def spread_after_tolerating_prefer_no_schedule(document: Document, key: str) -> 
         and _selects(c, _labels(pod))
         for c in spec.get("topologySpreadConstraints") or ()
     )
-    return spreads_over_itself and _prefers_not_on_some_pool(document, pod)
+    return spreads_over_itself and _relaxes_to_tolerate_prefer_no_schedule(document, pod)
+
+
+def _relaxes_to_tolerate_prefer_no_schedule(document: Document, pod: Mapping[str, Any]) -> bool:
+    """Whether upstream's last relaxation adds a PreferNoSchedule toleration to the pod:
+    some NodePool has such a taint, and the pod has no toleration equal to the one it
+    adds (operator Exists, effect PreferNoSchedule, no key). Upstream compares them
+    field by field, so a pod that already tolerates the taint otherwise (an Exists
+    without key or effect, say) gets it too, and a new topology group with it."""
+    added = {"operator": "Exists", "effect": "PreferNoSchedule"}
+    has_it = any(
+        {k: v for k, v in toleration.items() if v} == added
+        for toleration in (pod.get("spec") or {}).get("tolerations") or ()
+    )
+    return not has_it and any(
+        taint.get("effect") == "PreferNoSchedule"
+        for pool in document.get("nodePools") or ()
+        for taint in ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get("taints")
+        or ()
+    )
+
+
+RELAXED_TERM_SPREAD = "spread after relaxing a node-affinity term"
+
+
+def spread_after_relaxing_a_term(document: Document, key: str) -> bool:
+    """It spreads with DoNotSchedule over zones or capacity types, over pods it selects
+    itself, and has more than one required node-affinity term: Joiner counts every pod
+    placed in the batch; upstream, once it gives up the first term, counts the pod in a
+    new topology group that starts from the pods bound in the cluster only. Like
+    ``spread_after_tolerating_prefer_no_schedule``, the cost check skips only the runs
+    that show it (``spread_skewed_after_relaxing``)."""
+    pod = _pod(document, key)
+    spec = pod.get("spec") or {}
+    return len(_required_terms(spec)) > 1 and any(
+        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
+        and _selects(c, _labels(pod))
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
 
 
 def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) -> bool:
@@ -127,6 +166,41 @@ def affinity_beyond_hostname_prefer_no_schedule(document: Document, key: str) ->
         or ()
     )
     return beyond and _prefers_not_on_some_pool(document, pod)
+
+
+def affinity_to_a_pool_of_one_domain(document: Document, key: str) -> bool:
+    """It has, or is selected by, a pending pod's required pod affinity on a zone or
+    capacity type that selects a pending pod, and some NodePool allows exactly one such
+    domain of the offerings without naming it alone with In (NotIn the others, say):
+    Joiner counts that pool's NodeClaims in their only domain, so the pod can join their
+    pods; upstream counts a NodeClaim in a domain only when its requirement is a
+    single-valued In, and finds no domain."""
+    pods = list(document.get("pods") or ())
+    pod = _pod(document, key)
+    for owner in pods:
+        for term in _required(owner, "podAffinity"):
+            topology_key = term.get("topologyKey")
+            if topology_key not in (wk.ZONE, wk.CAPACITY_TYPE):
+                continue
+            selected = [p for p in pods if _selects(term, _labels(p))]
+            involved = owner is pod or any(p is pod for p in selected)
+            if involved and selected and _pool_of_one_domain(document, topology_key):
+                return True
+    return False
+
+
+def _pool_of_one_domain(document: Document, key: str) -> bool:
+    """Whether some NodePool allows one value of ``key`` among the offerings' without a
+    single-valued In on it."""
+    offered = _domains(document, {}, key)
+    for pool in document.get("nodePools") or ():
+        template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+        on_key = [r for r in template.get("requirements") or () if r["key"] == key]
+        if any(r["operator"] == "In" and len(r.get("values") or ()) == 1 for r in on_key):
+            continue
+        if len({v for v in offered if all(_matches(r, v) for r in on_key)}) == 1:
+            return True
+    return False
 
 
 def _prefers_not_on_some_pool(document: Document, pod: Mapping[str, Any]) -> bool:
@@ -244,6 +318,29 @@ def daemonset_its_selection_excludes(document: Document, key: str) -> bool:
     return False
 
 
+def exists_beside_not_in(document: Document, key: str) -> bool:
+    """Its heaviest preferred node-affinity term and its node selection (nodeSelector
+    and a required term) have, on one key, Exists on one side and NotIn on the other:
+    upstream's requirements keep only the NotIn (which a node without the label meets),
+    so it may keep the preference by a term, or a NodePool, that Joiner rules out."""
+    spec = _pod(document, key).get("spec") or {}
+    preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not preferred:
+        return False
+    heaviest = max(preferred, key=lambda weighted: int(weighted.get("weight") or 0))
+    wanted = (heaviest.get("preference") or {}).get("matchExpressions") or ()
+    operators = {(e["key"], e["operator"]) for e in wanted}
+    folding = {("Exists", "NotIn"), ("NotIn", "Exists")}
+    return any(
+        (e["key"], other) in operators and (e["operator"], other) in folding
+        for term in _required_terms(spec) or [[]]
+        for e in [*_selector(spec), *term]
+        for other in ("Exists", "NotIn")
+    )
+
+
 def _selector(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A nodeSelector as In expressions."""
     return [
@@ -256,14 +353,17 @@ DOCUMENTED: dict[str, Explanation] = {
     "required anti-affinity beyond the hostname": required_anti_affinity_beyond_hostname,
     "spread honoring taints, PreferNoSchedule": spread_honoring_prefer_no_schedule,
     RELAXED_SPREAD: spread_after_tolerating_prefer_no_schedule,
+    RELAXED_TERM_SPREAD: spread_after_relaxing_a_term,
     "pod affinity beyond the hostname, PreferNoSchedule": (
         affinity_beyond_hostname_prefer_no_schedule
     ),
+    "pod affinity to a NodePool of one domain": affinity_to_a_pool_of_one_domain,
     "contradictory node selection": contradictory_node_selection,
     "pod affinity to pods outside its domains": affinity_to_pods_outside_its_domains,
     "spread with nodeAffinityPolicy Ignore": spread_ignoring_node_affinity,
     "daemonsets a pod's node selection excludes": daemonset_its_selection_excludes,
     "spread within maxSkew": spread_within_max_skew,
+    "Exists beside NotIn": exists_beside_not_in,
 }
 
 
@@ -321,26 +421,90 @@ def _pending(document: Document, runs: Sequence[Outcome], plan: Plan) -> Iterato
 
 
 def displaced(document: Document, runs: Sequence[Outcome], plan: Plan, key: str) -> bool:
-    """Whether every upstream run put the pod where Joiner's plan puts, instead, a pod
-    of a documented difference that the run left pending: on the same existing node, or
-    on a NodeClaim of the same NodePool (its room, or the pool's limits, went to that
-    pod). The pod is then pending by that difference, not by one of its own."""
-    documented: dict[str, set[str]] = {}  # node or NodePool -> documented pods there
-    for other, node in plan.existing.items():
-        documented.setdefault(node, set()).add(other)
-    for claim in plan.nodeclaims:
-        documented.setdefault(claim.nodepool, set()).update(claim.pods)
+    """Whether every upstream run put the pod where a pod of a documented difference
+    took the room on one side only (``_room_differs``): on the same existing node, or on
+    a NodeClaim of the same NodePool (its room, or the pool's limits); or on a NodeClaim
+    it shares with a pod of a documented difference, whose NodeClaim Joiner decides
+    otherwise (its domain, say). The pod is then pending by that difference, not by one
+    of its own."""
     for run in runs:
         home = run.homes.get(key)
         if home is None:
             return False
-        place = home[wk.HOSTNAME] if key in run.on_nodes else home.get(wk.NODEPOOL)
-        if not any(
-            other not in run.placed and explained(document, other) is not None
-            for other in documented.get(place or "", ())
+        places = _existing_nodes(document) if key in run.on_nodes else {home.get(wk.NODEPOOL)}
+        if not (
+            _room_differs(document, run, plan, places)
+            or _beside_a_documented_pod(document, run, key)
         ):
             return False
     return True
+
+
+def _existing_nodes(document: Document) -> set[str | None]:
+    """The existing nodes' names: a pod that fits several of them takes room from each,
+    so room a documented pod takes on one shifts pods between all of them."""
+    return {node["name"] for node in document.get("existingNodes") or ()}
+
+
+def _beside_a_documented_pod(document: Document, run: Outcome, key: str) -> bool:
+    """Whether the run put the pod on a NodeClaim with a pod of a documented difference."""
+    return any(
+        explained(document, other) is not None
+        for claim in run.claims
+        if key in (claim.get("pods") or ())
+        for other in claim["pods"]
+        if other != key
+    )
+
+
+def _room_differs(document: Document, run: Outcome, plan: Plan, places: set[str | None]) -> bool:
+    """Whether, on the existing nodes or a NodePool (``places``), Joiner's plan puts a
+    pod of a documented difference that the run left pending, or the run puts there,
+    where Joiner left it pending, one such pod or one where kube-scheduler refuses it
+    (``validly_placed``): the room the other pods there found is not the same."""
+    ours = _places(plan)
+    theirs = _run_places(run)
+    refused = run.placed - validly_placed(document, run)
+    return any(
+        explained(document, other) is not None or other in refused
+        for place in places
+        if place is not None
+        for other in (ours.get(place, set()) - run.placed)
+        | (theirs.get(place, set()) & plan.unplaceable.keys())
+    )
+
+
+def _places(plan: Plan) -> dict[str, set[str]]:
+    """Joiner's pods per existing node and per NodePool of their NodeClaim."""
+    places: dict[str, set[str]] = {}
+    for other, node in plan.existing.items():
+        places.setdefault(node, set()).add(other)
+    for claim in plan.nodeclaims:
+        places.setdefault(claim.nodepool, set()).update(claim.pods)
+    return places
+
+
+def _run_places(run: Outcome) -> dict[str, set[str]]:
+    """The run's pods per existing node and per NodePool of their NodeClaim."""
+    places: dict[str, set[str]] = {}
+    for other in run.on_nodes:
+        places.setdefault(run.homes[other][wk.HOSTNAME], set()).add(other)
+    for claim in run.claims:
+        places.setdefault(claim["nodePool"], set()).update(claim.get("pods") or ())
+    return places
+
+
+def _placed_on_room_a_documented_pod_took(
+    document: Document, runs: Sequence[Outcome], plan: Plan, key: str
+) -> bool:
+    """Whether Joiner put the pod where, in every upstream run (none placed it), a pod
+    of a documented difference took the room on one side only (``_room_differs``)."""
+    places = (
+        _existing_nodes(document)
+        if key in plan.existing
+        else {next((c.nodepool for c in plan.nodeclaims if key in c.pods), None)}
+    )
+    return all(_room_differs(document, run, plan, places) for run in runs)
 
 
 def _extra(
@@ -349,10 +513,40 @@ def _extra(
     never = placed - frozenset.union(*(run.placed for run in runs))
     found = []
     for key in sorted(never):
-        if explained(document, key) is None:
+        if (
+            explained(document, key) is None
+            and not _placed_on_room_a_documented_pod_took(document, runs, plan, key)
+            and not limits_reserved_as_candidates_narrow(document, plan, key)
+        ):
             errors = {run.errors.get(key) for run in runs}
             found.append(Divergence("placed", f"{key} placed by no upstream run ({errors})"))
     return found
+
+
+def limits_reserved_as_candidates_narrow(document: Document, plan: Plan, key: str) -> bool:
+    """Whether Joiner put the pod on a NodeClaim of a NodePool with limits that its
+    NodeClaims there would exceed if each reserved the largest capacity of any type the
+    pool can launch, as upstream reserves when it opens a NodeClaim. Joiner reserves the
+    largest of a NodeClaim's candidates as they narrow, so within the same limits it
+    opens NodeClaims upstream does not (docs/compatibility.md, "NodePool limits")."""
+    claim = next((c for c in plan.nodeclaims if key in c.pods), None)
+    if claim is None:
+        return False
+    pool = next(p for p in document["nodePools"] if p["metadata"]["name"] == claim.nodepool)
+    limits = res.parse_resource_list((pool.get("spec") or {}).get("limits"))
+    limits.pop(res.NODES, None)
+    template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    requirements = template.get("requirements") or ()
+    launchable = [
+        instance_type(raw).capacity
+        for raw in document["instanceTypes"]
+        if any(_possible_nodes(document, claim.nodepool, requirements, [raw["name"]]))
+    ]
+    opened = sum(1 for c in plan.nodeclaims if c.nodepool == claim.nodepool)
+    return any(
+        opened * max((capacity.get(name, 0) for capacity in launchable), default=0) > limit
+        for name, limit in limits.items()
+    )
 
 
 def _cost(
@@ -375,7 +569,8 @@ def _cost(
     ]
     differing = {key for run in comparable for key in run.placed - placed}
     if not comparable or any(
-        explained(document, key) not in (None, RELAXED_SPREAD) for key in placed | differing
+        explained(document, key) not in (None, RELAXED_SPREAD, RELAXED_TERM_SPREAD)
+        for key in placed | differing
     ):
         return []
     cheapest = min(run.cost for run in comparable)
@@ -397,8 +592,9 @@ def _cost(
 
 
 def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> bool:
-    """Whether the run put a pod with a spread over zones or capacity types in another
-    domain than Joiner did, on a NodeClaim that either it shares with pods
+    """Whether the run put a pod with a spread over zones or capacity types (or a pod
+    affinity over them that selects it) in another domain than Joiner did, or left its
+    NodeClaim's domain open where Joiner picked one, on a NodeClaim that either it shares with pods
     Joiner placed apart from it, or holds every pod of Joiner's NodeClaim for that pod
     and costs no more. Among equally counted domains upstream picks at random, Joiner the
     cheapest for the pods at hand; a later pod that can only use some other domain may
@@ -415,10 +611,8 @@ def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> boo
             ours, theirs = homes.get(key), run.homes[key]
             if ours is None:
                 continue
-            moved = any(
-                theirs.get(k) is not None and theirs.get(k) != ours.get(k)
-                for k in (wk.ZONE, wk.CAPACITY_TYPE)
-            )
+            # another domain, or one upstream left open where Joiner picked one
+            moved = any(theirs.get(k) != ours.get(k) for k in (wk.ZONE, wk.CAPACITY_TYPE))
             apart = any(
                 homes.get(m, {}).get(wk.HOSTNAME) != ours[wk.HOSTNAME] for m in members - {key}
             )
@@ -435,23 +629,43 @@ def spread_domain_by_chance(document: Document, run: Outcome, plan: Plan) -> boo
 
 def _spreads_over_domains(pod: Mapping[str, Any]) -> bool:
     """Whether the pod spreads over zones or capacity types (a ScheduleAnyway spread
-    picks its domain as a DoNotSchedule one does, as long as it is kept)."""
-    return any(
+    picks its domain as a DoNotSchedule one does, as long as it is kept), or has a pod
+    affinity over them that selects itself (its first pod picks the domain the others
+    follow: Joiner by price, upstream at random)."""
+    spec = pod.get("spec") or {}
+    if any(
         c.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE)
-        for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+        for c in spec.get("topologySpreadConstraints") or ()
+    ):
+        return True
+    affinity = (spec.get("affinity") or {}).get("podAffinity") or {}
+    terms = [
+        *(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()),
+        *(
+            weighted.get("podAffinityTerm") or {}
+            for weighted in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        ),
+    ]
+    return any(
+        term.get("topologyKey") in (wk.ZONE, wk.CAPACITY_TYPE) and _selects(term, _labels(pod))
+        for term in terms
     )
 
 
 def spread_skewed_after_relaxing(document: Document, run: Outcome) -> bool:
     """Whether the run put a pod that upstream may relax to tolerate a PreferNoSchedule
-    taint (``spread_after_tolerating_prefer_no_schedule``) where one of its DoNotSchedule
-    spreads exceeds maxSkew, counting every pod the run placed: the relaxed pod no longer
+    taint (``spread_after_tolerating_prefer_no_schedule``) or to a later node-affinity
+    term (``spread_after_relaxing_a_term``) where one of its DoNotSchedule spreads
+    exceeds maxSkew, counting every pod the run placed: the relaxed pod no longer
     counted the pods placed before it (docs/compatibility.md). Such a run is no baseline
     for Joiner's cost; a cheaper run without such a placement still is."""
     homes = _with_existing_labels(document, run.homes)
     for pod in document.get("pods") or ():
         key = pod_key(pod)
-        if key not in run.homes or not spread_after_tolerating_prefer_no_schedule(document, key):
+        if key not in run.homes or not (
+            spread_after_tolerating_prefer_no_schedule(document, key)
+            or spread_after_relaxing_a_term(document, key)
+        ):
             continue
         spreads = (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
         if any(
@@ -610,8 +824,21 @@ def _skewed(
             counts[domain] = counts.get(domain, 0) + 1
     if not counts:
         return False
-    floor = 0 if key == wk.HOSTNAME else min(counts.get(d, 0) for d in _domains(document, pod, key))
+    floor = 0
+    if key != wk.HOSTNAME and not _short_of_min_domains(document, pod, constraint):
+        floor = min(counts.get(d, 0) for d in _domains(document, pod, key))
     return max(counts.values()) - floor > int(constraint.get("maxSkew", 1))
+
+
+def _short_of_min_domains(
+    document: Document, pod: Mapping[str, Any], constraint: Mapping[str, Any]
+) -> bool:
+    """Whether a DoNotSchedule spread's minDomains exceeds the domains the pod may use at
+    all: kube-scheduler then takes the global minimum as 0, so no domain may hold more
+    than maxSkew of its pods."""
+    return constraint.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" and int(
+        constraint.get("minDomains") or 1
+    ) > len(_domains(document, pod, constraint["topologyKey"]))
 
 
 def _domains(document: Document, pod: Mapping[str, Any], key: str) -> set[str]:
@@ -671,12 +898,14 @@ def validly_placed(document: Document, run: Outcome) -> frozenset[str]:
 
 
 def _overcrowds_its_node(document: Document, homes: Homes, pod: Mapping[str, Any]) -> bool:
-    """Whether the pod's node holds more pods of one of its DoNotSchedule hostname spreads
-    than maxSkew allows (upstream restarts a spread's counts when a pod relaxes a required
-    node-affinity term, and then overcrowds: docs/compatibility.md)."""
+    """Whether a domain holds more pods of one of the pod's DoNotSchedule spreads than
+    maxSkew allows, where kube-scheduler's global minimum is 0 whatever the other domains
+    hold: a hostname spread (a new node is an empty domain), or a spread whose minDomains
+    exceeds the domains the pod may use. Upstream restarts a spread's counts when a pod
+    relaxes a required node-affinity term, and then overcrowds (docs/compatibility.md)."""
     spec = pod.get("spec") or {}
     return any(
-        c.get("topologyKey") == wk.HOSTNAME
+        (c.get("topologyKey") == wk.HOSTNAME or _short_of_min_domains(document, pod, c))
         and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
         and _skewed(document, homes, pod, c)
         for c in spec.get("topologySpreadConstraints") or ()

@@ -53,6 +53,9 @@ CASES = {
     "pod affinity beyond the hostname, PreferNoSchedule": Case(
         "affinity-prefer-no-schedule.json", 0, 0, 0, 3, 1, 1
     ),
+    "pod affinity to a NodePool of one domain": Case(
+        "affinity-to-a-nodepool-of-one-zone.json", 1, 1, 1, 2, 2, 1
+    ),
     "contradictory node selection": Case("contradictory-node-selection.json", 1, 0, 1, 0, 0, 0),
     "pod affinity to pods outside its domains": Case(
         "affinity-to-pods-outside-its-domains.json", 2, 2, 1, 0, 0, 0
@@ -64,6 +67,10 @@ CASES = {
         "daemonsets-the-pod-excludes.json", 0, 0, 0, 1, 1, 0
     ),
     "spread within maxSkew": Case("spread-within-max-skew.json", 0, 0, 0, 1, 1, 1),
+    "Exists beside NotIn": Case("exists-beside-not-in.json", 1, 1, 1, 0, 0, 0),
+    "spread after relaxing a node-affinity term": Case(
+        "spread-after-relaxing-a-node-affinity-term.json", 2, 2, 1, 1, 1, 1
+    ),
 }
 
 
@@ -88,6 +95,7 @@ BY_CHANCE = {
     "preferred-node-affinity-given-up-by-chance.json": (2, 4.236, PREFERENCE),
     "later-nodepool-by-chance.json": (3, 2.7475, NODEPOOL),
     "later-nodepool-by-chance-2.json": (11, 36.9772, NODEPOOL),
+    "affinity-domain-by-chance.json": (3, 6.354, SPREAD),
 }
 CHANCE_RUNS = 8
 
@@ -95,8 +103,22 @@ CHANCE_RUNS = 8
 # existing node, or their NodePool's limits.
 DISPLACED = "room-taken-by-a-documented-pod.json"
 DISPLACED_IN_POOL = "pool-limits-taken-by-a-documented-pod.json"
+# Room a documented pod took on one node, which moved pods off another.
+ANOTHER_NODE = "room-taken-on-another-node.json"
+# Room upstream gave to pods kube-scheduler refuses there.
+REFUSED_ROOM = "room-taken-by-a-refused-placement.json"
+# A pod upstream puts beside a documented pod, on a NodeClaim Joiner pins elsewhere.
+BESIDE = "nodeclaim-shared-with-a-documented-pod.json"
+# ... and, the other way round, pods whose room upstream gave to a documented pod.
+DISPLACED_BY_UPSTREAM = "room-taken-by-a-relaxed-spread.json"
 # A pod upstream puts on an existing node that meets neither of its required terms.
 REFUSED = "existing-node-its-terms-refuse.json"
+# Pods upstream puts beyond a capacity-type spread's maxSkew after relaxing a term.
+OVERCROWDED = "spread-min-domains-above-its-domains.json"
+# Pods that tolerate every taint, which upstream still relaxes to tolerate PreferNoSchedule.
+RELAXED_AGAIN = "spread-after-tolerating-prefer-no-schedule-again.json"
+# A NodeClaim Joiner opens within a NodePool's limits that upstream's reservation fills.
+LIMITS = "nodepool-limits-as-candidates-narrow.json"
 
 
 def _document(case: Case) -> dict[str, Any]:
@@ -118,9 +140,19 @@ def _zones(plan: Plan) -> set[str]:
 def test_every_documented_difference_has_a_case() -> None:
     assert set(CASES) == set(differential.DOCUMENTED)
     inputs = {case.input for case in CASES.values()} | set(BY_CHANCE)
-    assert inputs | {DISPLACED, DISPLACED_IN_POOL, REFUSED} == {
-        p.name for p in CASES_DIR.glob("*.json")
+    others = {
+        DISPLACED,
+        DISPLACED_IN_POOL,
+        DISPLACED_BY_UPSTREAM,
+        REFUSED,
+        OVERCROWDED,
+        LIMITS,
+        RELAXED_AGAIN,
+        BESIDE,
+        ANOTHER_NODE,
+        REFUSED_ROOM,
     }
+    assert inputs | others == {p.name for p in CASES_DIR.glob("*.json")}
 
 
 def test_the_page_documents_each_difference_with_its_input() -> None:
@@ -132,9 +164,15 @@ def test_the_page_documents_each_difference_with_its_input() -> None:
         assert f"compatibility/{case.input}" in titled[name]
     for name in BY_CHANCE:
         assert f"compatibility/{name}" in titled["Other deliberate differences"]
-    for name in (DISPLACED, DISPLACED_IN_POOL):
+    for name in (DISPLACED, DISPLACED_IN_POOL, BESIDE, ANOTHER_NODE):
         assert f"compatibility/{name}" in titled["required anti-affinity beyond the hostname"]
     assert f"compatibility/{REFUSED}" in titled["Other deliberate differences"]
+    assert f"compatibility/{REFUSED_ROOM}" in titled["Other deliberate differences"]
+    assert f"compatibility/{OVERCROWDED}" in titled["Other deliberate differences"]
+    assert f"compatibility/{LIMITS}" in titled["NodePool limits"]
+    relaxed = titled["spread after tolerating PreferNoSchedule"]
+    assert f"compatibility/{DISPLACED_BY_UPSTREAM}" in relaxed
+    assert f"compatibility/{RELAXED_AGAIN}" in relaxed
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -225,6 +263,134 @@ def test_pods_that_lost_their_pools_limits_to_a_documented_pod_are_no_divergence
     assert differential.divergences(document, runs, plan) == []
 
 
+def test_pods_whose_room_upstream_gave_to_a_documented_pod_are_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """node-1 has 16 CPUs and no pool can launch a node for these pods. Upstream relaxes
+    app3-1 to tolerate the pool's PreferNoSchedule taint, counts its spread afresh and
+    puts it beside app3-0 and app0-0 (15 CPUs): app2-0 fits, app4-0 and app4-1 do not.
+    Joiner keeps app3-1 out (maxSkew), so app4-0 and app4-1 take the room and app2-0
+    finds none. Neither app2-0 pending nor the app4 pods placed is a divergence."""
+    document = _read(DISPLACED_BY_UPSTREAM)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    app3 = ["default/app3-0", "default/app3-1"]
+    assert [sorted(run.on_nodes) for run in runs] == [
+        ["default/app0-0", "default/app2-0", *app3]
+    ] * RUNS
+    assert sorted(plan.existing) == [
+        "default/app0-0",
+        "default/app3-0",
+        "default/app4-0",
+        "default/app4-1",
+    ]
+    assert sorted(plan.unplaceable) == ["default/app2-0", "default/app3-1"]
+    assert differential.explained(document, "default/app3-1") == differential.RELAXED_SPREAD
+    for key in ("default/app2-0", "default/app4-0"):
+        assert differential.explained(document, key) is None
+    assert differential.displaced(document, runs, plan, "default/app2-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_nodeclaim_within_limits_upstream_reserved_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """The pool's limit is 20 CPUs; a-0 opens a NodeClaim that may be big (16) or mid (8),
+    b-0 (mid only) joins it. Upstream reserved 16 when it opened, so c-0 (apart from
+    a-0) finds no type within the 4 left; Joiner reserves mid's 8 once b-0 joined and
+    opens a second mid for c-0. The suite does not count c-0 as placed against Joiner."""
+    document = _read(LIMITS)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [sorted(run.errors) for run in runs] == [["default/c-0"]] * RUNS
+    assert [(tuple(c.instance_types), len(c.pods)) for c in plan.nodeclaims] == [
+        (("mid",), 2),
+        (("mid",), 1),
+    ]
+    assert differential.explained(document, "default/c-0") is None
+    assert differential.limits_reserved_as_candidates_narrow(document, plan, "default/c-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_upstream_adds_its_toleration_to_a_pod_that_tolerates_every_taint(
+    karpenter_oracle: Path,
+) -> None:
+    """Both pods tolerate every taint ({operator: Exists}); test-zone-1 runs three of
+    their pods, test-zone-3 has an empty node, and nothing with room can launch in
+    test-zone-2. Upstream still adds its PreferNoSchedule toleration to app0-1 (it is not
+    the same toleration), counts the spread afresh and puts it beside app0-0; Joiner
+    leaves it pending (test-zone-3 would be 2 against test-zone-2's 0)."""
+    document = _read(RELAXED_AGAIN)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    both = ["default/app0-0", "default/app0-1"]
+    assert [sorted(run.on_nodes) for run in runs] == [both] * RUNS
+    assert (plan.existing, sorted(plan.unplaceable)) == (
+        {"default/app0-0": "node-2"},
+        ["default/app0-1"],
+    )
+    assert {differential.explained(document, key) for key in both} == {differential.RELAXED_SPREAD}
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_pod_upstream_put_beside_a_documented_pod_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """The pool's limit allows one node. api-0 has a zonal anti-affinity: Joiner pins its
+    NodeClaim to test-zone-3, so web-0 (test-zone-2 only) finds no room; upstream leaves
+    the NodeClaim's zone open and web-0 joins it in test-zone-2."""
+    document = _read(BESIDE)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [run.nodeclaims for run in runs] == [1] * RUNS
+    assert all(len(run.placed) == 2 for run in runs)
+    assert [oracle.pinned_labels(c.requirements).get(wk.ZONE) for c in plan.nodeclaims] == [
+        "test-zone-3"
+    ]
+    assert sorted(plan.unplaceable) == ["default/web-0"]
+    assert differential.explained(document, "default/web-0") is None
+    assert differential.displaced(document, runs, plan, "default/web-0")
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_room_a_documented_pod_took_on_another_node_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """Joiner puts app4-0 (5 CPU, a zonal anti-affinity upstream leaves pending) on
+    node-1; the pods upstream puts on node-1 move to node-2, and two pods upstream puts
+    on node-2 find no room (5,000-workload run, seed 20260301 finding 4, as drawn)."""
+    document = _read(ANOTHER_NODE)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert all("default/app4-0" not in run.placed for run in runs)
+    assert plan.existing["default/app4-0"] == "node-1"
+    for key in ("default/app1-1", "default/app3-1"):
+        assert key in plan.unplaceable
+        assert all(run.homes[key][wk.HOSTNAME] == "node-2" for run in runs)
+        assert differential.explained(document, key) is None
+        assert differential.displaced(document, runs, plan, key)
+    assert differential.divergences(document, runs, plan) == []
+
+
+def test_a_pod_on_room_upstream_gave_to_refused_placements_is_no_divergence(
+    karpenter_oracle: Path,
+) -> None:
+    """Upstream puts the four 6Gi app1 pods on node-0, which lacks the example.com/team
+    label they require; app0-1 then finds no room beside app0-0 (a hostname affinity).
+    Joiner leaves the app1 pods pending and places app0-1 (5,000-workload run, seed
+    20260302 finding 10, as drawn)."""
+    document = _read(REFUSED_ROOM)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    app1 = {f"default/app1-{i}" for i in range(4)}
+    assert all(app1 <= run.on_nodes for run in runs)
+    assert all(not app1 & differential.validly_placed(document, run) for run in runs)
+    assert all("default/app0-1" not in run.placed for run in runs)
+    assert plan.existing["default/app0-1"] == "node-0"
+    assert app1 <= plan.unplaceable.keys()
+    assert differential.divergences(document, runs, plan) == []
+
+
 def test_affinity_outside_its_domains_is_judged_by_the_first_term() -> None:
     """A second term that admits test-zone-1 does not change which domains upstream
     bootstraps the affinity in: those of the first term."""
@@ -258,6 +424,28 @@ def test_a_run_that_placed_a_pod_kube_scheduler_refuses_is_no_cost_baseline(
         {"test-zone-1"},
     )
     assert differential.divergences(document, runs, plan) == []
+
+
+def test_pods_beyond_a_spread_kube_scheduler_refuses_are_not_validly_placed(
+    karpenter_oracle: Path,
+) -> None:
+    """Four pods spread over the two capacity types with minDomains 3: kube-scheduler
+    takes the global minimum as 0, so one pod per capacity type. Upstream places two
+    under the first node-affinity term, relaxes the others to the second, restarts the
+    spread's counts and places them too; the suite counts none of the four as validly
+    placed (it cannot tell which two kube-scheduler would bind), and Joiner places two."""
+    document = _read(OVERCROWDED)
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [document] * RUNS)]
+    plan = solve_workload(document)
+    assert [(len(run.placed), run.nodeclaims) for run in runs] == [(4, 2)] * RUNS
+    assert [differential.validly_placed(document, run) for run in runs] == [frozenset()] * RUNS
+    assert (len(plan.nodeclaims), len(plan.unplaceable)) == (2, 2)
+    assert differential.divergences(document, runs, plan) == []
+    one_each = json.loads(json.dumps(document))
+    for pod in one_each["pods"]:
+        del pod["spec"]["topologySpreadConstraints"][0]["minDomains"]
+    runs = [oracle.Outcome.of(r) for r in oracle.run_many(karpenter_oracle, [one_each] * RUNS)]
+    assert [len(differential.validly_placed(one_each, run)) for run in runs] == [4] * RUNS
 
 
 def gave_up(document: dict[str, Any], run: oracle.Outcome, plan: Plan, what: str) -> bool:

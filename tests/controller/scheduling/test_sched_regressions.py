@@ -69,6 +69,14 @@ EXPECTED = {
         ],
         15.2496,
     ),
+    # two DoNotSchedule spreads, over capacity types and zones; a spot node in
+    # test-zone-1 holds one web pod: web-0 takes on-demand in test-zone-2, then web-1
+    # must take test-zone-3, where only on-demand is offered (the two spreads' choices
+    # are one pair some type offers, not spot by price and test-zone-3 by count apart)
+    "spreads-over-zone-and-capacity-type.json": (
+        [("test-zone-2", ("t1",), 1), ("test-zone-3", ("t1",), 1)],
+        2.518,
+    ),
     # its shrunk form: one 16-CPU type; the older claim's three 5-CPU pods leave room
     # for the 100m pod, not for a 500m one as well, so a third t1 is not needed
     "equally-full-nodeclaims-by-room-shrunk.json": (
