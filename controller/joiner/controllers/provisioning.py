@@ -21,7 +21,7 @@ from joiner.api.nodepool import NodePool, by_weight
 from joiner.clock import Clock
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
-from joiner.controllers.runtime import DONE, Result
+from joiner.controllers.runtime import DONE, NOT_SYNCED, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import ApiError
 from joiner.ratelimit import TokenBucket
@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 CREATED_REASON = "provisioning"  # the reason label of karpenter_nodeclaims_created_total
 
 BATCH_KEY = "batch"
-NOT_SYNCED_RETRY = 1.0
 # Nominated Events are capped as Karpenter caps them (one limiter for every pod): a
 # burst of a thousand pods is told in about ten Events rather than a thousand requests
 # ahead of the next NodeClaim's; every nomination is still kept in the state.
@@ -109,7 +108,7 @@ class Provisioner(Controller):
         if remaining > 0:
             return Result(requeue_after=remaining)
         if not self.state.synced:
-            return Result(requeue_after=NOT_SYNCED_RETRY)
+            return NOT_SYNCED
         # Closed once it is acted on: if creating a NodeClaim fails, the retry (the
         # runtime's backoff) finds the window still closing and provisions again.
         self.provision()
