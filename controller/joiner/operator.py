@@ -240,6 +240,8 @@ class Operator:
     def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
         if event_type == "DELETED":
             return
+        if self.provisioner.on_node(obj):
+            self.manager.enqueue(self.provisioner.name, BATCH_KEY)
         if self.health is not None:
             self.manager.enqueue(self.health.name, obj["metadata"]["name"])
         if obj["metadata"].get("deletionTimestamp"):

@@ -1,9 +1,11 @@
 """Provisioning [SPEC 3]: batch provisionable pods, solve, create NodeClaims.
 
-Pod events ``trigger`` a batch. The batch closes when no new pod has arrived
-for ``batch_idle`` seconds, or ``batch_max`` after it opened; then one
-scheduling pass places the pods on existing and in-flight capacity and opens
-NodeClaims for the rest.
+What ``trigger``s a batch, as Karpenter's pod and node trigger controllers: a
+provisionable pod, and a Node tainted ``karpenter.sh/disrupted`` (being disrupted or
+deleted), whose pods need room before they are evicted, pending pods or not. The batch
+closes when nothing new has arrived for ``batch_idle`` seconds, or ``batch_max`` after
+it opened; then one scheduling pass places the pending pods and those of the nodes
+going away on existing and in-flight capacity and opens NodeClaims for the rest.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from joiner.api.nodepool import NodePool, by_weight
 from joiner.clock import Clock
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
-from joiner.controllers.runtime import DONE, Result
+from joiner.controllers.runtime import DONE, NOT_SYNCED, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import ApiError
 from joiner.ratelimit import TokenBucket
 from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
 from joiner.scheduling.solver import solve
+from joiner.scheduling.taints import same_taint
 from joiner.state.cluster import is_provisionable
 
 log = logging.getLogger(__name__)
@@ -34,7 +37,6 @@ log = logging.getLogger(__name__)
 CREATED_REASON = "provisioning"  # the reason label of karpenter_nodeclaims_created_total
 
 BATCH_KEY = "batch"
-NOT_SYNCED_RETRY = 1.0
 # Nominated Events are capped as Karpenter caps them (one limiter for every pod): a
 # burst of a thousand pods is told in about ten Events rather than a thousand requests
 # ahead of the next NodeClaim's; every nomination is still kept in the state.
@@ -98,9 +100,18 @@ class Provisioner(Controller):
 
     def on_pod(self, pod: dict[str, Any]) -> str | None:
         """Watch hook: returns the key to enqueue when the pod opens a batch."""
-        if is_provisionable(pod) and self.batcher.trigger(pod_key(pod)):
-            return BATCH_KEY
-        return None
+        return self._trigger(pod_key(pod)) if is_provisionable(pod) else None
+
+    def on_node(self, node: dict[str, Any]) -> str | None:
+        """Watch hook: returns the key to enqueue when the node, tainted for disruption,
+        opens a batch (the module docstring says why)."""
+        taints = (node.get("spec") or {}).get("taints") or ()
+        if not any(same_taint(t, wk.DISRUPTED_TAINT) for t in taints):
+            return None
+        return self._trigger(f"Node/{node['metadata']['name']}")
+
+    def _trigger(self, key: str) -> str | None:
+        return BATCH_KEY if self.batcher.trigger(key) else None
 
     def reconcile(self, key: str) -> Result:
         remaining = self.batcher.remaining()
@@ -109,7 +120,7 @@ class Provisioner(Controller):
         if remaining > 0:
             return Result(requeue_after=remaining)
         if not self.state.synced:
-            return Result(requeue_after=NOT_SYNCED_RETRY)
+            return NOT_SYNCED
         # Closed once it is acted on: if creating a NodeClaim fails, the retry (the
         # runtime's backoff) finds the window still closing and provisions again.
         self.provision()
@@ -123,9 +134,9 @@ class Provisioner(Controller):
         eviction. Those nodes are out of the snapshot, so their pods do not stay put."""
         pending = self.state.provisionable_pods()
         self.metrics.pending_pods.set(len(pending))
-        if not pending:
-            return None
         pods = pending + self.state.leaving_pods()
+        if not pods:
+            return None
         pools = self.ready_nodepools()
         instance_types = {pool.name: self._instance_types(pool) for pool in pools}
         snapshot = self.state.snapshot(exclude=self.state.marked_for_deletion)

@@ -32,6 +32,9 @@ class Result:
 
 
 DONE = Result()
+# Until every watched kind is listed the state is partial (a NodeClaim seen before its
+# NodePool would look like one without a pool): controllers that judge on it wait this long.
+NOT_SYNCED = Result(requeue_after=1.0)
 
 
 class Reconciler(Protocol):

@@ -31,7 +31,7 @@ from joiner.controllers.disruption.candidates import (
 )
 from joiner.controllers.disruption.orchestration import replacements_by_target
 from joiner.controllers.provisioning import CREATED_REASON, nodeclaim_manifest
-from joiner.controllers.runtime import DONE, Result
+from joiner.controllers.runtime import DONE, NOT_SYNCED, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import NotFound
 from joiner.scheduling.model import NodeClaimPlan
@@ -58,7 +58,7 @@ class StaticCapacity(Controller):
         if pool is None or not pool.is_static or pool.metadata.get("deletionTimestamp"):
             return DONE
         if not self.state.synced:
-            return Result(requeue_after=1.0)
+            return NOT_SYNCED
         claims = pool_claims(self.state.nodeclaims.values(), pool.name)
         active = active_claims(claims, self.state.marked_for_deletion)
         unseen = self._unseen(pool.name, claims)

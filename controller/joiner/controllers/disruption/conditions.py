@@ -22,7 +22,7 @@ from joiner.api.nodepool import NodePool
 from joiner.api.requirements import Requirements
 from joiner.clock import Clock, from_rfc3339, to_rfc3339
 from joiner.cloudprovider.types import CloudProvider
-from joiner.controllers.runtime import DONE, Result
+from joiner.controllers.runtime import DONE, NOT_SYNCED, Result
 from joiner.identity import IdentityCache
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.state.cluster import ClusterState, with_own_status
@@ -46,10 +46,16 @@ class DisruptionConditions:
     ) -> None:
         self.kube, self.state, self.cloud, self.clock = kube, state, cloud, clock
         self._cloud_verdicts: dict[str, _Verdict] = {}  # by NodeClaim name
+        # When this process saw a NodeClaim drift, kept until the Drifted condition is
+        # written: its transition time is that instant however late a retry of a refused
+        # or failed write gets through (drift takes candidates in the order they drifted).
+        self._drifted_since: dict[str, float] = {}
         self._pools: IdentityCache[tuple[str, Requirements]] = IdentityCache(64)
         self._names: IdentityCache[frozenset[str]] = IdentityCache(64)
 
     def reconcile(self, key: str) -> Result:
+        if not self.state.synced:  # see NOT_SYNCED: it would drop the conditions
+            return NOT_SYNCED
         claim = self.state.nodeclaims.get(key)
         if claim is None or claim.metadata.get("deletionTimestamp"):
             self._cloud_verdicts.pop(key, None)
@@ -75,7 +81,8 @@ class DisruptionConditions:
             changed |= cond.set_condition(conditions, nc.CONSOLIDATABLE, status_value, now)
         drift = self.drift_reason(claim)
         if drift:
-            changed |= cond.set_condition(conditions, nc.DRIFTED, cond.TRUE, now, reason=drift)
+            since = self._drifted_since.setdefault(key, now)
+            changed |= cond.set_condition(conditions, nc.DRIFTED, cond.TRUE, since, reason=drift)
         else:
             changed |= cond.remove_condition(conditions, nc.DRIFTED)
         if changed:
@@ -84,7 +91,9 @@ class DisruptionConditions:
             except Conflict:  # the newer version's watch event wakes us again
                 return Result(requeue_after=CONFLICT_RETRY)
             except NotFound:
+                self._drifted_since.pop(key, None)
                 return DONE
+        self._drifted_since.pop(key, None)  # written, or already as it should be
         if due is not None and not ready:
             return Result(requeue_after=due - now)
         return DONE

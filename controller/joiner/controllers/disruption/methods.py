@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from joiner.api import labels as wk
+from joiner.api import nodeclaim as nc
+from joiner.api.conditions import get_condition
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
@@ -86,26 +88,16 @@ def emptiness(candidates: Sequence[Candidate], allowed: Callable[[str, str], int
 def drift(
     candidates: Sequence[Candidate], allowed: Callable[[str, str], int], simulate: Simulate
 ) -> Verdict:
-    """Empty drifted nodes all at once, within each pool's budget; otherwise the first
-    drifted node, oldest NodeClaim first, whose pool's budget allows one more and whose
-    pods can all be placed (replaced by whatever they need) [DISR-6]. A node its pods
-    cannot leave does not hold the budget from the next one, as in Karpenter. (Karpenter
-    orders by when the nodes drifted; see docs/operations.md, seed 2035, for why Joiner
-    does not yet.)"""
-    ordered = sorted(candidates, key=by_creation)
+    """The first drifted node, in the order they drifted, whose pool's budget allows one
+    more and whose pods can all be placed (replaced by whatever they need) [DISR-6], as
+    Karpenter's ``Drift.ComputeCommand``. A node without reschedulable pods is left to
+    emptiness, as there: one still standing is one an ``Empty`` budget kept, and taking
+    it here would spend the ``Drifted`` budget. A node its pods cannot leave does not hold
+    the budget from the next one."""
     skipped: dict[str, str] = {}
-    empty: list[Candidate] = []
-    for candidate in ordered:
-        if candidate.pods:
+    for candidate in sorted(candidates, key=by_drift_time):
+        if not candidate.pods:
             continue
-        pool = candidate.pool.name
-        if allowed(pool, DRIFTED) <= sum(c.pool.name == pool for c in empty):
-            skipped[candidate.name] = f"budget {allowed(pool, DRIFTED)} for {DRIFTED}"
-            continue
-        empty.append(candidate)
-    if empty:
-        return Verdict(Command(DRIFTED, empty), skipped)
-    for candidate in ordered:
         if allowed(candidate.pool.name, DRIFTED) < 1:
             skipped[candidate.name] = f"budget 0 for {DRIFTED}"
             continue
@@ -115,6 +107,15 @@ def drift(
             continue
         return Verdict(Command(DRIFTED, [candidate], list(plan.nodeclaims)), skipped)
     return Verdict(None, skipped)
+
+
+def by_drift_time(candidate: Candidate) -> tuple[str, str, str]:
+    """The earliest drifted first: by when the ``Drifted`` condition turned true, then
+    oldest NodeClaim first."""
+    claim = candidate.node.nodeclaim
+    drifted = get_condition(claim.status.conditions, nc.DRIFTED) if claim else None
+    since = (drifted or {}).get("lastTransitionTime", "")
+    return (since, *by_creation(candidate))
 
 
 def by_creation(candidate: Candidate) -> tuple[str, str]:
