@@ -116,6 +116,7 @@ class ClusterState:
         self._nominations: dict[str, tuple[str, float]] = {}  # pod key -> (node, until)
         self._node_nominated_until: dict[str, float] = {}
         self._last_pod_event: dict[str, float] = {}  # node name -> time a pod came or went
+        self.nominations = 0  # bumps on every nomination, which is not a watched change
         # kind (Node, NodeClaim) -> providerID -> keys: every pod event looks its node's
         # NodeClaim up, so the lookup must not scan a thousand of them.
         self.marked_for_deletion: set[str] = set()
@@ -219,6 +220,7 @@ class ClusterState:
         until = self.clock.now() + NOMINATION_TTL
         self._nominations[pod_key] = (node_name, until)
         self._node_nominated_until[node_name] = until
+        self.nominations += 1
 
     def nomination(self, pod_key: str) -> str | None:
         found = self._nominations.get(pod_key)
@@ -229,7 +231,11 @@ class ClusterState:
         return self._last_pod_event.get(node_name)
 
     def recently_nominated(self, node_name: str) -> bool:
-        return self._node_nominated_until.get(node_name, 0.0) > self.clock.now()
+        return self.nominated_until(node_name) > self.clock.now()
+
+    def nominated_until(self, node_name: str) -> float:
+        """When the node's last nomination for pending pods runs out (0: never had one)."""
+        return self._node_nominated_until.get(node_name, 0.0)
 
     # --- views -------------------------------------------------------------------
 

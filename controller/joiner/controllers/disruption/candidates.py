@@ -7,6 +7,7 @@ an active pod within its duration), and whose pods no PDB stops from leaving.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -211,20 +212,45 @@ def build_candidates(
 ) -> tuple[list[Candidate], dict[str, str]]:
     """Candidates sorted by disruption cost (cheapest to disrupt first), and why the other
     managed nodes are not candidates (node name -> reason)."""
+    candidates, skipped, _ = candidates_until(state, prices, now)
+    return candidates, skipped
+
+
+def candidates_until(
+    state: ClusterState, prices: dict[str, float], now: float
+) -> tuple[list[Candidate], dict[str, str], float]:
+    """``build_candidates``, and the time until which its answer holds while the state and
+    its nominations stay the same: the first nomination or do-not-disrupt duration to run
+    out, or ``now`` when a candidate's cost moves with time (a finite expireAfter)."""
     candidates: list[Candidate] = []
     skipped: dict[str, str] = {}
+    until = math.inf
     for node in state.managed_nodes():
         machine = _machine_facts(node)
+        nominated = state.nominated_until(machine.name)
+        if nominated > now:
+            until = min(until, nominated)
         if not _eligible(state, machine):
             continue  # starting, already going, or just chosen for pods: nothing to explain
         facts = _pod_facts(state, machine.name)
         why = _blocked(machine.name, machine.protected_until, facts.annotated, facts.pdb, now)
+        until = min(until, _protection_ends(machine, facts, now))
         if why is not None:
             skipped[machine.name] = why
             continue
+        if machine.expire_after is not None:
+            until = now
         candidates.append(_candidate(state, node, machine, facts, prices, now))
     candidates.sort(key=lambda c: (c.disruption_cost, c.name))
-    return candidates, skipped
+    return candidates, skipped, until
+
+
+def _protection_ends(machine: _MachineFacts, facts: _PodFacts, now: float) -> float:
+    """The first do-not-disrupt duration, of the node or its pods, to end after ``now``."""
+    ends = [machine.protected_until] + [
+        do_not_disrupt_until(pod, pod_started(pod)) for pod in facts.annotated
+    ]
+    return min((end for end in ends if end is not None and end > now), default=math.inf)
 
 
 @dataclass(frozen=True)
