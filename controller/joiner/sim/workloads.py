@@ -17,6 +17,7 @@ from typing import Any
 from joiner.api.labels import POD_DELETION_COST
 from joiner.api.requirements import Requirements
 from joiner.controllers.runtime import DONE, Result
+from joiner.identity import IdentityCache
 from joiner.kube.api import AlreadyExists, KubeAPI, NotFound
 from joiner.kube.selectors import selector_from_label_selector
 from joiner.scheduling.taints import untolerated
@@ -24,6 +25,7 @@ from joiner.sim.podindex import PodIndex
 
 # A pod template annotation: how long a Job's pod runs before it succeeds.
 RUN_DURATION_ANNOTATION = "sim.joiner.dev/run-duration"
+OWNERS_KEPT = 4_096  # owners whose matching pods are remembered
 
 
 def _owner_ref(owner: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +78,10 @@ class Workloads:
 
     def __init__(self, kube: KubeAPI, pods: PodIndex) -> None:
         self.kube, self.pods = kube, pods
+        # An owner's matching pods, by its owned list (the same list until one of them
+        # changes) and its namespace and selector: owners are reconciled on every change
+        # of their pod count, and most of their pods are the same.
+        self._matching: IdentityCache[list[dict[str, Any]]] = IdentityCache(OWNERS_KEPT)
 
     def reconcile(self, key: str) -> Result:
         kind, namespace, name = key.split("/", 2)
@@ -91,14 +97,20 @@ class Workloads:
     def _pods_of(self, owner: dict[str, Any]) -> list[dict[str, Any]]:
         """The owner's pods in its namespace that its selector matches (read-only)."""
         selector = (owner.get("spec") or {}).get("selector")
-        matches = selector_from_label_selector(selector).matches if selector else None
         namespace = owner["metadata"].get("namespace") or "default"
-        return [
-            p
-            for p in self.pods.owned_by(owner["metadata"]["uid"])
-            if p["metadata"].get("namespace") == namespace
-            and (matches is None or matches(p["metadata"].get("labels") or {}))
-        ]
+        owned = self.pods.owned_by(owner["metadata"]["uid"])
+
+        def matching() -> list[dict[str, Any]]:
+            matches = selector_from_label_selector(selector).matches if selector else None
+            return [
+                p
+                for p in owned
+                if p["metadata"].get("namespace") == namespace
+                and (matches is None or matches(p["metadata"].get("labels") or {}))
+            ]
+
+        key = (namespace, json.dumps(selector, sort_keys=True))
+        return self._matching.remember((owned,), matching, key=key, slot=owner["metadata"]["uid"])
 
     # --- Deployment: one ReplicaSet per template, the old ones scaled to zero --------
 

@@ -109,9 +109,14 @@ class ClusterState:
         self.nodepools: dict[str, NodePool] = {}
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         self._pods_by_node: dict[str, set[str]] = {}
+        # node name -> its bound pods as one tuple, rebuilt only when one of them changes:
+        # a disruption pass asks for every node's pods every 10 seconds, and most nodes'
+        # pods stay the same while others' change.
+        self._bound: dict[str, tuple[dict[str, Any], ...]] = {}
         self._nominations: dict[str, tuple[str, float]] = {}  # pod key -> (node, until)
         self._node_nominated_until: dict[str, float] = {}
         self._last_pod_event: dict[str, float] = {}  # node name -> time a pod came or went
+        self.nominations = 0  # bumps on every nomination, which is not a watched change
         # kind (Node, NodeClaim) -> providerID -> keys: every pod event looks its node's
         # NodeClaim up, so the lookup must not scan a thousand of them.
         self.marked_for_deletion: set[str] = set()
@@ -187,6 +192,8 @@ class ClusterState:
         old_node = self._bound_node(previous)
         new_node = self._bound_node(current)
         moved = set()
+        self._bound.pop(old_node or "", None)
+        self._bound.pop(new_node or "", None)
         if old_node and old_node != new_node:
             self._pods_by_node.get(old_node, set()).discard(key)
             self._last_pod_event[old_node] = self.clock.now()
@@ -213,6 +220,7 @@ class ClusterState:
         until = self.clock.now() + NOMINATION_TTL
         self._nominations[pod_key] = (node_name, until)
         self._node_nominated_until[node_name] = until
+        self.nominations += 1
 
     def nomination(self, pod_key: str) -> str | None:
         found = self._nominations.get(pod_key)
@@ -223,7 +231,11 @@ class ClusterState:
         return self._last_pod_event.get(node_name)
 
     def recently_nominated(self, node_name: str) -> bool:
-        return self._node_nominated_until.get(node_name, 0.0) > self.clock.now()
+        return self.nominated_until(node_name) > self.clock.now()
+
+    def nominated_until(self, node_name: str) -> float:
+        """When the node's last nomination for pending pods runs out (0: never had one)."""
+        return self._node_nominated_until.get(node_name, 0.0)
 
     # --- views -------------------------------------------------------------------
 
@@ -249,11 +261,16 @@ class ClusterState:
 
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
         """The pods bound to the node, by key."""
-        return list(self.memo(("pods_on", node_name), lambda: self._pods_on(node_name)))
+        return list(self.bound_pods(node_name))
 
-    def _pods_on(self, node_name: str) -> list[dict[str, Any]]:
-        keys = sorted(self._pods_by_node.get(node_name, ()))
-        return [self.pods[k] for k in keys if k in self.pods]
+    def bound_pods(self, node_name: str) -> tuple[dict[str, Any], ...]:
+        """The pods bound to the node, by key: the same tuple object until one of them
+        changes, so that callers can remember what they work out from it by identity."""
+        pods = self._bound.get(node_name)
+        if pods is None:
+            keys = sorted(self._pods_by_node.get(node_name, ()))
+            pods = self._bound[node_name] = tuple(self.pods[k] for k in keys if k in self.pods)
+        return pods
 
     def provisionable_pods(self) -> list[dict[str, Any]]:
         return [pod for pod in self.pods.values() if is_provisionable(pod)]

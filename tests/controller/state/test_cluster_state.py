@@ -116,6 +116,39 @@ def test_pods_are_indexed_by_node_and_move_with_updates(state: ClusterState) -> 
     assert state.provisionable_pods() == []
 
 
+def test_a_nodes_bound_pods_stay_one_object_until_one_of_them_changes(
+    state: ClusterState,
+) -> None:
+    """Callers remember what they work out from a node's pods by the tuple's identity."""
+    state.apply("ADDED", pod("a", node="n1"))
+    state.apply("ADDED", pod("b", node="n2"))
+    n1, n2 = state.bound_pods("n1"), state.bound_pods("n2")
+    assert [p["metadata"]["name"] for p in n1] == ["a"]
+    state.apply("MODIFIED", pod("b", node="n2", labels={"x": "y"}))
+    state.apply("ADDED", pod("c"))  # pending: on no node
+    assert state.bound_pods("n1") is n1
+    changed = state.bound_pods("n2")
+    assert changed is not n2
+    assert changed[0]["metadata"]["labels"] == {"x": "y"}
+    state.apply("MODIFIED", pod("c", node="n1"))
+    assert [p["metadata"]["name"] for p in state.bound_pods("n1")] == ["a", "c"]
+    state.apply("DELETED", pod("a", node="n1"))
+    assert [p["metadata"]["name"] for p in state.bound_pods("n1")] == ["c"]
+    assert state.pods_on("n1") == list(state.bound_pods("n1"))
+
+
+def test_nominations_are_counted_and_say_when_they_run_out(
+    state: ClusterState, clock: FakeClock
+) -> None:
+    """Nominations are not watch events: views that depend on them key on the count."""
+    state.apply("ADDED", pod("a"))
+    before = (state.generation, state.nominations)
+    assert state.nominated_until("claim-1") == 0.0
+    state.nominate("default/a", "claim-1")
+    assert (state.generation, state.nominations) == (before[0], before[1] + 1)
+    assert state.nominated_until("claim-1") == clock.now() + 20
+
+
 def test_nominations_last_twenty_seconds_and_end_on_binding(
     state: ClusterState, clock: FakeClock
 ) -> None:

@@ -7,7 +7,9 @@ an active pod within its duration), and whose pods no PDB stops from leaving.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +87,16 @@ def lifetime_remaining(node: StateNode, now: float) -> float:
     claim = node.nodeclaim
     if claim is None:
         return 1.0
-    expire = parse_duration(claim.expire_after)
     created = claim.metadata.get("creationTimestamp")
-    if expire is None or not created or expire <= 0:
+    return _fraction_left(
+        parse_duration(claim.expire_after), from_rfc3339(created) if created else None, now
+    )
+
+
+def _fraction_left(expire: float | None, created: float | None, now: float) -> float:
+    if expire is None or created is None or expire <= 0:
         return 1.0
-    return max(0.0, min(1.0, 1.0 - (now - from_rfc3339(created)) / expire))
+    return max(0.0, min(1.0, 1.0 - (now - created) / expire))
 
 
 def do_not_disrupt_until(obj: dict[str, Any], started: float | None) -> float | None:
@@ -120,18 +127,22 @@ def blocked_by(
     state: ClusterState, node: StateNode, pods: list[dict[str, Any]], now: float
 ) -> str | None:
     """Why this node may not be disrupted voluntarily, or None."""
-    return _blocked(node, _annotated(pods), _blocking_pdb(state, pods), now)
+    node_until = do_not_disrupt_until(node.node, None) if node.node is not None else None
+    return _blocked(node.name, node_until, _annotated(pods), _blocking_pdb(state, pods), now)
 
 
 def _blocked(
-    node: StateNode, annotated: list[dict[str, Any]], pdb: str | None, now: float
+    name: str,
+    node_until: float | None,
+    annotated: list[dict[str, Any]],
+    pdb: str | None,
+    now: float,
 ) -> str | None:
-    """``blocked_by`` from the node, its pods carrying do-not-disrupt, and the PDB that
-    stops its pods from leaving (the first by key), if any."""
-    if node.node is not None:
-        until = do_not_disrupt_until(node.node, None)
-        if until is not None and until > now:
-            return f"do-not-disrupt on node {node.name}"
+    """``blocked_by`` from until when the node's do-not-disrupt protects it, its pods
+    carrying do-not-disrupt, and the PDB that stops its pods from leaving (the first by
+    key), if any."""
+    if node_until is not None and node_until > now:
+        return f"do-not-disrupt on node {name}"
     for pod in annotated:
         until = do_not_disrupt_until(pod, pod_started(pod))
         if until is not None and until > now:
@@ -142,7 +153,7 @@ def _blocked(
     return None
 
 
-def _annotated(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _annotated(pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         p for p in pods if wk.DO_NOT_DISRUPT in ((p.get("metadata") or {}).get("annotations") or {})
     ]
@@ -158,13 +169,13 @@ class _PodFacts:
     eviction_cost: float  # summed over the reschedulable pods
 
 
-# By the node's pods and the PDBs: passes run every 10 seconds, and a node's pods stay the
-# same objects until they change while other nodes' pods do.
+# By the node's pods (one tuple, the same object while they are) and the PDBs: passes run
+# every 10 seconds, and a node's pods stay the same while other nodes' pods change.
 _facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
 
 
 def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
-    pods = state.pods_on(node_name)
+    pods = state.bound_pods(node_name)
     pdbs = state.objects["PodDisruptionBudget"]
 
     managed = state.deletion_cost_managed
@@ -180,12 +191,10 @@ def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
             ),
         )
 
-    return _facts.remember(
-        (*pods, *pdbs.values()), compute, key=(len(pods), managed), slot=(node_name, managed)
-    )
+    return _facts.remember((pods, *pdbs.values()), compute, key=managed, slot=(node_name, managed))
 
 
-def _blocking_pdb(state: ClusterState, pods: list[dict[str, Any]]) -> str | None:
+def _blocking_pdb(state: ClusterState, pods: Sequence[dict[str, Any]]) -> str | None:
     for key, pdb in state.objects["PodDisruptionBudget"].items():
         if ((pdb.get("status") or {}).get("disruptionsAllowed", 1)) > 0:
             continue
@@ -203,48 +212,138 @@ def build_candidates(
 ) -> tuple[list[Candidate], dict[str, str]]:
     """Candidates sorted by disruption cost (cheapest to disrupt first), and why the other
     managed nodes are not candidates (node name -> reason)."""
-    candidates: list[Candidate] = []
-    skipped: dict[str, str] = {}
-    for node in state.managed_nodes():
-        if not _eligible(state, node):
-            continue  # starting, already going, or just chosen for pods: nothing to explain
-        facts = _pod_facts(state, node.name)
-        why = _blocked(node, facts.annotated, facts.pdb, now)
-        if why is not None:
-            skipped[node.name] = why
-            continue
-        candidates.append(_candidate(state, node, facts, prices, now))
-    candidates.sort(key=lambda c: (c.disruption_cost, c.name))
+    candidates, skipped, _ = candidates_until(state, prices, now)
     return candidates, skipped
 
 
-def _eligible(state: ClusterState, node: StateNode) -> bool:
+def candidates_until(
+    state: ClusterState, prices: dict[str, float], now: float
+) -> tuple[list[Candidate], dict[str, str], float]:
+    """``build_candidates``, and the time until which its answer holds while the state and
+    its nominations stay the same: the first nomination or do-not-disrupt duration to run
+    out, or ``now`` when a candidate's cost moves with time (a finite expireAfter)."""
+    candidates: list[Candidate] = []
+    skipped: dict[str, str] = {}
+    until = math.inf
+    for node in state.managed_nodes():
+        machine = _machine_facts(node)
+        nominated = state.nominated_until(machine.name)
+        if nominated > now:
+            until = min(until, nominated)
+        if not _eligible(state, machine):
+            continue  # starting, already going, or just chosen for pods: nothing to explain
+        facts = _pod_facts(state, machine.name)
+        why = _blocked(machine.name, machine.protected_until, facts.annotated, facts.pdb, now)
+        until = min(until, _protection_ends(machine, facts, now))
+        if why is not None:
+            skipped[machine.name] = why
+            continue
+        if machine.expire_after is not None:
+            until = now
+        candidates.append(_candidate(state, node, machine, facts, prices, now))
+    candidates.sort(key=lambda c: (c.disruption_cost, c.name))
+    return candidates, skipped, until
+
+
+def _protection_ends(machine: _MachineFacts, facts: _PodFacts, now: float) -> float:
+    """The first do-not-disrupt duration, of the node or its pods, to end after ``now``."""
+    ends = [machine.protected_until] + [
+        do_not_disrupt_until(pod, pod_started(pod)) for pod in facts.annotated
+    ]
+    return min((end for end in ends if end is not None and end > now), default=math.inf)
+
+
+@dataclass(frozen=True)
+class _MachineFacts:
+    """What a node's Node and NodeClaim say about disrupting it, apart from the time."""
+
+    name: str
+    claim: str | None
+    initialized: bool
+    deleting: bool
+    nodepool: str | None
+    instance_type: str
+    capacity_type: str
+    zone: str
+    protected_until: float | None  # do-not-disrupt on the Node
+    expire_after: float | None
+    created: float | None
+
+
+# By the StateNode object: the state hands out the same ones until a Node or NodeClaim
+# changes, and every pass asks about every node.
+_machines: IdentityCache[_MachineFacts] = IdentityCache(20_000)
+
+
+def _machine_facts(node: StateNode) -> _MachineFacts:
+    def compute() -> _MachineFacts:
+        claim = node.nodeclaim
+        labels = node.labels
+        created = claim.metadata.get("creationTimestamp") if claim is not None else None
+        return _MachineFacts(
+            name=node.name,
+            claim=claim.name if claim is not None else None,
+            initialized=node.initialized,
+            deleting=node.deleting,
+            nodepool=node.nodepool,
+            instance_type=labels.get(wk.INSTANCE_TYPE, ""),
+            capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
+            zone=labels.get(wk.ZONE, ""),
+            protected_until=do_not_disrupt_until(node.node, None) if node.node else None,
+            expire_after=parse_duration(claim.expire_after) if claim is not None else None,
+            created=from_rfc3339(created) if created else None,
+        )
+
+    return _machines.remember((node,), compute, slot=node.name)
+
+
+def _eligible(state: ClusterState, machine: _MachineFacts) -> bool:
     """Initialized, not being deleted or disrupted, not nominated for pending pods, and
-    its pool still exists."""
+    its pool still exists (``ClusterState.leaving`` from the remembered facts)."""
+    marked = state.marked_for_deletion
     return (
-        node.initialized
-        and not state.leaving(node)
-        and not state.recently_nominated(node.name)
-        and node.nodepool in state.nodepools
+        machine.initialized
+        and not machine.deleting
+        and machine.name not in marked
+        and machine.claim not in marked
+        and not state.recently_nominated(machine.name)
+        and machine.nodepool in state.nodepools
     )
+
+
+def _remaining(machine: _MachineFacts, now: float) -> float:
+    """``lifetime_remaining`` from the remembered facts."""
+    return _fraction_left(machine.expire_after, machine.created, now)
+
+
+# The candidate made last time for a node, by what it was made from: reused while all
+# of it is the same (candidates are never changed once made).
+_made: IdentityCache[Candidate] = IdentityCache(20_000)
 
 
 def _candidate(
     state: ClusterState,
     node: StateNode,
+    machine: _MachineFacts,
     facts: _PodFacts,
     prices: dict[str, float],
     now: float,
 ) -> Candidate:
-    labels = node.labels
-    cost = facts.eviction_cost * lifetime_remaining(node, now)
-    return Candidate(
-        node=node,
-        pool=state.nodepools[node.nodepool or ""],
-        instance_type=labels.get(wk.INSTANCE_TYPE, ""),
-        capacity_type=labels.get(wk.CAPACITY_TYPE, ""),
-        zone=labels.get(wk.ZONE, ""),
-        price=prices.get(node.name, 0.0),
-        pods=list(facts.reschedulable),
-        disruption_cost=cost,
+    pool = state.nodepools[machine.nodepool or ""]
+    price = prices.get(machine.name, 0.0)
+    cost = facts.eviction_cost * _remaining(machine, now)
+    return _made.remember(
+        (node, pool, facts),
+        lambda: Candidate(
+            node=node,
+            pool=pool,
+            instance_type=machine.instance_type,
+            capacity_type=machine.capacity_type,
+            zone=machine.zone,
+            price=price,
+            pods=list(facts.reschedulable),
+            disruption_cost=cost,
+        ),
+        key=(price, cost),
+        slot=machine.name,
     )

@@ -16,8 +16,16 @@ from joiner.api.nodepool import BALANCED, NodePool
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
 from joiner.controllers.disruption import balanced, methods
-from joiner.controllers.disruption.budgets import UNDERUTILIZED, allowed_disruptions
-from joiner.controllers.disruption.candidates import Candidate, build_candidates
+from joiner.controllers.disruption.budgets import (
+    UNDERUTILIZED,
+    allowed_disruptions,
+    budget_active,
+)
+from joiner.controllers.disruption.candidates import (
+    Candidate,
+    build_candidates,
+    candidates_until,
+)
 from joiner.controllers.disruption.methods import Command, ConsolidationOptions
 from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
 from joiner.controllers.disruption.orchestration import Orchestrator
@@ -92,6 +100,11 @@ class Disruption:
         # Free room on each node simulations may use, for the basis below.
         self._room = methods.Rooms.of({})
         self._room_basis: tuple | None = None
+        # The candidates of the state (see _candidates): key, list, skipped, valid until.
+        self._built: tuple[tuple, list[Candidate], dict[str, str], float] | None = None
+        # What the last pass that found nothing read (candidates, budget activity), and
+        # why each node was passed over.
+        self._undecided: tuple[list[Candidate], tuple, dict[str, str]] | None = None
         # What consolidation last read when it found nothing to do, and why not.
         self._consolidated: tuple[tuple, dict[str, str]] | None = None
         self._totals: dict[str, balanced.PoolTotals] = {}  # this pass's, Balanced pools
@@ -131,7 +144,43 @@ class Disruption:
     # --- deciding ----------------------------------------------------------------------
 
     def _decide(self) -> tuple[Command | None, str]:
-        candidates, skipped = build_candidates(self.state, self._prices(), self.clock.now())
+        """The first method's command; a pass over the same candidates and budgets as a
+        pass that found nothing finds nothing again (every method is a function of them and
+        of what the candidates memo is keyed on), so it is not worked out again."""
+        candidates, skipped = self._candidates()
+        activity = self._budget_activity()
+        prior = self._undecided
+        if prior is not None and prior[0] is candidates and prior[1] == activity:
+            self.last_skipped = dict(prior[2])
+            return None, ""
+        command, method = self._decide_on(candidates, skipped)
+        found_nothing = command is None
+        self._undecided = (candidates, activity, dict(self.last_skipped)) if found_nothing else None
+        return command, method
+
+    def _candidates(self) -> tuple[list[Candidate], dict[str, str]]:
+        """``build_candidates``, the same list object while the state, the marks, the
+        offerings and the nominations are the same and no time-bound fact has turned."""
+        now = self.clock.now()
+        key = (self._simulation_basis(), self.state.nominations)
+        built = self._built
+        if built is None or built[0] != key or now >= built[3]:
+            candidates, skipped, until = candidates_until(self.state, self._prices(), now)
+            built = self._built = (key, candidates, skipped, until)
+        return built[1], built[2]
+
+    def _budget_activity(self) -> tuple:
+        """Which budgets are active now, pool by pool: with the nodes and marks (in the
+        candidates' key), all the allowed disruptions follow from it."""
+        now = self.clock.now()
+        return tuple(
+            (name, tuple(budget_active(b, now) for b in pool.disruption.budgets))
+            for name, pool in sorted(self.state.nodepools.items())
+        )
+
+    def _decide_on(
+        self, candidates: list[Candidate], skipped: dict[str, str]
+    ) -> tuple[Command | None, str]:
         self.last_skipped = dict(skipped)
         # Static pools' nodes are never consolidated, only replaced when drifted [STATIC-3].
         static = [c for c in candidates if c.pool.is_static]
