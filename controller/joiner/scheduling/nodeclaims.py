@@ -19,6 +19,9 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_fewest",
+        "_fewest_for",
+        "_least",
         "_most",
         "_most_for",
         "_reserved",
@@ -62,6 +65,9 @@ class Draft:
         self._most_for = -1
         self._most: np.ndarray = np.zeros(0, dtype=np.int64)
         self._room: list[int] | None = None
+        self._fewest_for = -1
+        self._fewest: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._least: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
@@ -76,6 +82,17 @@ class Draft:
                 self._most_for = len(self.idx)
             self._room = (self._most - self.used).tolist()
         return self._room
+
+    @property
+    def least(self) -> list[int]:
+        """Per dimension, the least any candidate type still has free: requests within it
+        fit on every candidate. Worked out as ``room`` is."""
+        if self._least is None:
+            if self._fewest_for != len(self.idx):
+                self._fewest = self.avail.min(axis=1) + self.used  # free[idx].min(axis=0)
+                self._fewest_for = len(self.idx)
+            self._least = (self._fewest - self.used).tolist()
+        return self._least
 
     def add(
         self,
@@ -100,7 +117,7 @@ class Draft:
         self.used = self.used + taken
         self.pods.extend(keys)
         self.count = len(self.pods)
-        self._room = None
+        self._room = self._least = None
 
     def domains(self, key: str) -> list[str]:
         """The values ``key`` may still take on this node."""
