@@ -151,7 +151,7 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     offered = pool.offered_values(requirements, chosen, wk.CAPACITY_TYPE)
     capacity_types = [c for c in pool.capacity_types if c in offered]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
-    names = [pool.names[i] for i in chosen]
+    names = [pool.names[i] for i in chosen.tolist()]
     # what every candidate's node runs besides the pods (each has room for its own)
     overhead = pool.overhead_rows(requirements, chosen).min(axis=0)
     pod_requests = draft.used

@@ -122,15 +122,15 @@ class _Group:
         first, facts = pods[0]
         self.first = first
         self.keys = [f.key for _, f in pods]
-        self.namespace = namespace_of(first)
-        self.labels = labels_of(first)
-        self.tolerations = list((first.get("spec") or {}).get("tolerations") or ())
-        self.ports = host_ports(first)
+        self.namespace = facts.namespace
+        self.labels = facts.labels
+        self.tolerations = facts.tolerations
+        self.ports = facts.ports
         self.requests = requests
         self.volumes = volumes
-        self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.needs: np.ndarray = self.nz  # vector[nz], as a column
+        self.vector: np.ndarray = _NO_SHAPE  # the next four until vectorise
+        self.nz: np.ndarray = _NO_SHAPE
+        self.needs: np.ndarray = _NO_SHAPE  # vector[nz], as a column
         self.every_dimension = False  # whether nz is every dimension
         self.wanted: tuple[tuple[int, int], ...] = ()  # (dimension, amount), non-zero requests
         self.selecting: list[TopologyGroup] = []
@@ -144,6 +144,9 @@ class _Group:
         shape = _shape(dims, self.requests)
         self.vector, self.nz, self.needs, self.every_dimension, self.wanted = shape
 
+
+_NO_SHAPE = np.zeros(0, dtype=np.int64)
+_NO_SHAPE.setflags(write=False)
 
 # The request vectors of recent solves, per (dimensions, requests): pods of a workload
 # come in few distinct shapes, within a solve and from one solve to the next. Read-only.
@@ -176,11 +179,15 @@ def _shape(
 
 @dataclass(frozen=True, slots=True)
 class _PodFacts:
-    """What grouping reads from a pending pod."""
+    """What grouping reads from a pending pod, and what its group reads from its first."""
 
     signature: tuple  # pods with equal signatures schedule identically
     key: str
     order: tuple  # the order of pods within a group [SPEC 3.4]
+    namespace: str
+    labels: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    ports: frozenset[HostPort]
 
 
 # Facts of pod objects seen recently, by identity: the controller's state hands the same
@@ -190,8 +197,18 @@ _facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
 
 
 def _facts_of(pod: Pod) -> _PodFacts:
-    return _facts.remember(
-        (pod,), lambda: _PodFacts(_signature(pod), m.pod_key(pod), _pod_order(pod))
+    return _facts.remember((pod,), lambda: _read_facts(pod))
+
+
+def _read_facts(pod: Pod) -> _PodFacts:
+    return _PodFacts(
+        _signature(pod),
+        m.pod_key(pod),
+        _pod_order(pod),
+        namespace_of(pod),
+        labels_of(pod),
+        tuple((pod.get("spec") or {}).get("tolerations") or ()),
+        host_ports(pod),
     )
 
 
