@@ -19,11 +19,10 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_bounds_for",
         "_fewest",
-        "_fewest_for",
         "_least",
         "_most",
-        "_most_for",
         "_reserved",
         "_reserved_for",
         "_room",
@@ -62,11 +61,10 @@ class Draft:
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
-        self._most_for = -1
+        self._bounds_for = -1
         self._most: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._fewest: np.ndarray = self._most
         self._room: list[int] | None = None
-        self._fewest_for = -1
-        self._fewest: np.ndarray = np.zeros(0, dtype=np.int64)
         self._least: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -74,13 +72,9 @@ class Draft:
     @property
     def room(self) -> list[int]:
         """Per dimension, the most any candidate type still has free (a quick pre-check),
-        worked out when asked after a change. Candidates only ever shrink to a subset, so
-        their number tells whether the most they have is still the last one computed."""
+        worked out when asked after a change."""
         if self._room is None:
-            if self._most_for != len(self.idx):
-                self._most = self.avail.max(axis=1) + self.used  # free[idx].max(axis=0)
-                self._most_for = len(self.idx)
-            self._room = (self._most - self.used).tolist()
+            self._room = (self._bounds()[0] - self.used).tolist()
         return self._room
 
     @property
@@ -88,11 +82,17 @@ class Draft:
         """Per dimension, the least any candidate type still has free: requests within it
         fit on every candidate. Worked out as ``room`` is."""
         if self._least is None:
-            if self._fewest_for != len(self.idx):
-                self._fewest = self.avail.min(axis=1) + self.used  # free[idx].min(axis=0)
-                self._fewest_for = len(self.idx)
-            self._least = (self._fewest - self.used).tolist()
+            self._least = (self._bounds()[1] - self.used).tolist()
         return self._least
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``free[idx]``'s most and least per dimension. Candidates only ever shrink to a
+        subset, so their number tells whether the last ones computed still hold."""
+        if self._bounds_for != len(self.idx):
+            self._most = self.avail.max(axis=1) + self.used
+            self._fewest = self.avail.min(axis=1) + self.used
+            self._bounds_for = len(self.idx)
+        return self._most, self._fewest
 
     def add(
         self,
