@@ -128,7 +128,7 @@ class _Group:
         self.ports = facts.ports
         self.requests = requests
         self.volumes = volumes
-        self.vector: np.ndarray = _NO_SHAPE  # the next four until vectorise
+        self.vector: np.ndarray = _NO_SHAPE  # this and the next four: set by vectorise
         self.nz: np.ndarray = _NO_SHAPE
         self.needs: np.ndarray = _NO_SHAPE  # vector[nz], as a column
         self.every_dimension = False  # whether nz is every dimension
