@@ -19,8 +19,10 @@ class Draft:
     (indexes into the pool's catalogue) shrink as pods are added."""
 
     __slots__ = (
+        "_bounds_for",
+        "_fewest",
+        "_least",
         "_most",
-        "_most_for",
         "_reserved",
         "_reserved_for",
         "_room",
@@ -59,23 +61,38 @@ class Draft:
         self.pods: list[str] = []
         self.count = 0  # len(pods), kept for fast sorting
         self.ports: set[tuple[str, str, int]] = set()
-        self._most_for = -1
+        self._bounds_for = -1
         self._most: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._fewest: np.ndarray = self._most
         self._room: list[int] | None = None
+        self._least: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
 
     @property
     def room(self) -> list[int]:
         """Per dimension, the most any candidate type still has free (a quick pre-check),
-        worked out when asked after a change. Candidates only ever shrink to a subset, so
-        their number tells whether the most they have is still the last one computed."""
+        worked out when asked after a change."""
         if self._room is None:
-            if self._most_for != len(self.idx):
-                self._most = self.avail.max(axis=1) + self.used  # free[idx].max(axis=0)
-                self._most_for = len(self.idx)
-            self._room = (self._most - self.used).tolist()
+            self._room = (self._bounds()[0] - self.used).tolist()
         return self._room
+
+    @property
+    def least(self) -> list[int]:
+        """Per dimension, the least any candidate type still has free: requests within it
+        fit on every candidate. Worked out as ``room`` is."""
+        if self._least is None:
+            self._least = (self._bounds()[1] - self.used).tolist()
+        return self._least
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``free[idx]``'s most and least per dimension. Candidates only ever shrink to a
+        subset, so their number tells whether the last ones computed still hold."""
+        if self._bounds_for != len(self.idx):
+            self._most = self.avail.max(axis=1) + self.used
+            self._fewest = self.avail.min(axis=1) + self.used
+            self._bounds_for = len(self.idx)
+        return self._most, self._fewest
 
     def add(
         self,
@@ -100,7 +117,7 @@ class Draft:
         self.used = self.used + taken
         self.pods.extend(keys)
         self.count = len(self.pods)
-        self._room = None
+        self._room = self._least = None
 
     def domains(self, key: str) -> list[str]:
         """The values ``key`` may still take on this node."""
@@ -134,7 +151,7 @@ def finalize(draft: Draft) -> NodeClaimPlan:
     offered = pool.offered_values(requirements, chosen, wk.CAPACITY_TYPE)
     capacity_types = [c for c in pool.capacity_types if c in offered]
     requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, capacity_types))
-    names = [pool.names[i] for i in chosen]
+    names = [pool.names[i] for i in chosen.tolist()]
     # what every candidate's node runs besides the pods (each has room for its own)
     overhead = pool.overhead_rows(requirements, chosen).min(axis=0)
     pod_requests = draft.used

@@ -122,15 +122,15 @@ class _Group:
         first, facts = pods[0]
         self.first = first
         self.keys = [f.key for _, f in pods]
-        self.namespace = namespace_of(first)
-        self.labels = labels_of(first)
-        self.tolerations = list((first.get("spec") or {}).get("tolerations") or ())
-        self.ports = host_ports(first)
+        self.namespace = facts.namespace
+        self.labels = facts.labels
+        self.tolerations = facts.tolerations
+        self.ports = facts.ports
         self.requests = requests
         self.volumes = volumes
-        self.vector: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.nz: np.ndarray = np.zeros(0, dtype=np.int64)
-        self.needs: np.ndarray = self.nz  # vector[nz], as a column
+        self.vector: np.ndarray = _NO_SHAPE  # this and the next four: set by vectorise
+        self.nz: np.ndarray = _NO_SHAPE
+        self.needs: np.ndarray = _NO_SHAPE  # vector[nz], as a column
         self.every_dimension = False  # whether nz is every dimension
         self.wanted: tuple[tuple[int, int], ...] = ()  # (dimension, amount), non-zero requests
         self.selecting: list[TopologyGroup] = []
@@ -144,6 +144,9 @@ class _Group:
         shape = _shape(dims, self.requests)
         self.vector, self.nz, self.needs, self.every_dimension, self.wanted = shape
 
+
+_NO_SHAPE = np.zeros(0, dtype=np.int64)
+_NO_SHAPE.setflags(write=False)
 
 # The request vectors of recent solves, per (dimensions, requests): pods of a workload
 # come in few distinct shapes, within a solve and from one solve to the next. Read-only.
@@ -176,11 +179,15 @@ def _shape(
 
 @dataclass(frozen=True, slots=True)
 class _PodFacts:
-    """What grouping reads from a pending pod."""
+    """What grouping reads from a pending pod, and what its group reads from its first."""
 
     signature: tuple  # pods with equal signatures schedule identically
     key: str
     order: tuple  # the order of pods within a group [SPEC 3.4]
+    namespace: str
+    labels: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    ports: frozenset[HostPort]
 
 
 # Facts of pod objects seen recently, by identity: the controller's state hands the same
@@ -190,8 +197,18 @@ _facts: IdentityCache[_PodFacts] = IdentityCache(20_000)
 
 
 def _facts_of(pod: Pod) -> _PodFacts:
-    return _facts.remember(
-        (pod,), lambda: _PodFacts(_signature(pod), m.pod_key(pod), _pod_order(pod))
+    return _facts.remember((pod,), lambda: _read_facts(pod))
+
+
+def _read_facts(pod: Pod) -> _PodFacts:
+    return _PodFacts(
+        _signature(pod),
+        m.pod_key(pod),
+        _pod_order(pod),
+        namespace_of(pod),
+        labels_of(pod),
+        tuple((pod.get("spec") or {}).get("tolerations") or ()),
+        host_ports(pod),
     )
 
 
@@ -282,7 +299,8 @@ class _Node:
 @dataclass(slots=True)
 class _Fit:
     """Up to ``count`` pods fit; on a draft, placing k of them keeps the candidate types
-    ``idx[counts >= k]`` under ``requirements``."""
+    ``idx[counts >= k]`` under ``requirements`` (``counts`` None: every one of ``idx``
+    has room for ``count``)."""
 
     count: int
     requirements: Requirements | None = None
@@ -767,6 +785,10 @@ class _Solver:
         avail: np.ndarray,
     ) -> _Fit | Rejection:
         pool = draft.pool
+        if limit == 1 and idx is draft.idx and not pool.min_values:
+            least = draft.least
+            if all(amount <= least[d] for d, amount in group.wanted):  # every candidate
+                return _Fit(1, requirements, signature, idx, None, avail)
         room = avail if group.every_dimension else avail[group.nz]
         if limit == 1:  # whether one pod fits is enough (as counts, True is 1)
             counts = (room >= group.needs).all(axis=0)
@@ -1041,11 +1063,12 @@ class _Solver:
         count = len(keys)
         if isinstance(target, Draft):
             assert fit.requirements is not None and fit.idx is not None
-            assert fit.counts is not None and fit.avail is not None
+            assert fit.avail is not None
             idx, avail = fit.idx, fit.avail
-            keep = fit.counts >= count
-            if not keep.all():  # else every candidate stays: no copies
-                idx, avail = idx[keep], avail.compress(keep, axis=1)
+            if fit.counts is not None:
+                keep = fit.counts >= count
+                if not keep.all():  # else every candidate stays: no copies
+                    idx, avail = idx[keep], avail.compress(keep, axis=1)
             target.add(fit.requirements, fit.signature, idx, group.vector, keys, avail)
             target.ports |= group.ports
             requirements, taints = target.requirements, target.pool.taints
@@ -1223,14 +1246,15 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: Callable[[], np.
         if key not in (wk.ZONE, wk.CAPACITY_TYPE):
             return {}
         pool = draft.pool
-        free = draft.avail  # [dimension, t]
+        free = draft.avail  # [dimension, i]
         joined = joining()  # asked only when a choice is priced
         if joined is requests:  # the pod alone: the cheapest offering with room for it
-            room = draft.idx[(free >= requests[:, None]).all(axis=0)]
-            by_domain = pool.offering_prices(requirements)[room].min(axis=0, initial=np.inf)
+            room = draft.idx.compress((free >= requests[:, None]).all(axis=0))
+            by_cell = pool.cell_prices(requirements).take(room, axis=1).min(axis=1, initial=np.inf)
         else:
-            prices = pool.offering_prices(requirements)[draft.idx]  # [t, z, c]
-            by_domain = _group_prices(free.T, prices, requests, joined)
+            prices = pool.cell_prices(requirements).take(draft.idx, axis=1)  # [z * c, i]
+            by_cell = _group_prices(free, prices, requests, joined)
+        by_domain = by_cell.reshape(len(pool.zones), len(pool.capacity_types))
         if key == wk.CAPACITY_TYPE:
             by_domain = by_domain.T
         names = pool.zones if key == wk.ZONE else pool.capacity_types
@@ -1244,17 +1268,18 @@ def _domain_prices(draft: Draft, requests: np.ndarray, joining: Callable[[], np.
 def _group_prices(
     free: np.ndarray, prices: np.ndarray, requests: np.ndarray, joining: np.ndarray
 ) -> np.ndarray:
-    """Per [zone, capacity type], what ``joining`` costs on types with room for
+    """Per [zone, capacity type] cell, what ``joining`` costs on types with room for
     ``requests``: the cheapest type that holds it all, else the cheapest count of nodes
-    of one type it needs at least (``_domain_prices``)."""
-    offered = np.isfinite(prices) & (free >= requests).all(axis=1)[:, None, None]
-    whole = offered & (free >= joining).all(axis=1)[:, None, None]
+    of one type it needs at least (``_domain_prices``). ``free`` is [dimension, i] and
+    ``prices`` [cell, i] of the same candidates."""
+    offered = np.isfinite(prices) & (free >= requests[:, None]).all(axis=0)
+    whole = offered & (free >= joining[:, None]).all(axis=0)
     nz = np.nonzero(joining)[0]
-    nodes = np.ceil((joining[nz] / np.maximum(free[:, nz], 1)).max(axis=1))  # [t]
+    nodes = np.ceil((joining[nz, None] / np.maximum(free[nz], 1)).max(axis=0))  # [i]
     return np.where(
-        whole.any(axis=0),
-        np.where(whole, prices, np.inf).min(axis=0, initial=np.inf),
-        np.where(offered, prices * nodes[:, None, None], np.inf).min(axis=0, initial=np.inf),
+        whole.any(axis=1),
+        np.where(whole, prices, np.inf).min(axis=1, initial=np.inf),
+        np.where(offered, prices * nodes, np.inf).min(axis=1, initial=np.inf),
     )
 
 
