@@ -82,11 +82,22 @@ def run(binary: Path, document: Mapping[str, Any]) -> dict[str, Any]:
     return run_many(binary, [document])[0]
 
 
-def run_many(binary: Path, documents: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Upstream's results for several documents, one process each, all started at once."""
+def run_many(
+    binary: Path, documents: Sequence[Mapping[str, Any]], timeout: float = TIMEOUT_SECONDS
+) -> list[dict[str, Any]]:
+    """Upstream's results for several documents, one process each, all started at once;
+    ``OracleError`` when one fails or takes longer than ``timeout`` seconds."""
     with tempfile.TemporaryDirectory(prefix="karpenter-oracle-") as scratch:
         started = [_start(binary, Path(scratch), i, doc) for i, doc in enumerate(documents)]
-        return [_finish(*process) for process in started]
+        try:
+            return [_finish(*process, timeout) for process in started]
+        finally:
+            # A timeout or a failed run leaves the others running: stop them rather than
+            # leave solves of minutes behind with no parent.
+            for process, _ in started:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
 
 
 def _start(
@@ -104,8 +115,11 @@ def _start(
     return process, target
 
 
-def _finish(process: subprocess.Popen[bytes], target: Path) -> dict[str, Any]:
-    output, _ = process.communicate(timeout=TIMEOUT_SECONDS)
+def _finish(process: subprocess.Popen[bytes], target: Path, timeout: float) -> dict[str, Any]:
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise OracleError(f"karpenter oracle took longer than {timeout:g} s") from None
     if process.returncode != 0 or not target.is_file():
         text = output.decode(errors="replace").strip()
         raise OracleError(f"karpenter oracle exited {process.returncode}: {text[-2000:]}")

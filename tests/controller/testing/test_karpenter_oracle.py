@@ -4,6 +4,7 @@ the fake provider's catalogue as Karpenter builds it (``joiner.testing.workload`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,24 @@ def test_both_schedulers_read_one_document_alike(karpenter_oracle: Path):
 def test_a_document_the_oracle_rejects_raises_with_its_words(karpenter_oracle: Path):
     with pytest.raises(oracle.OracleError, match="karpenter oracle exited 1"):
         oracle.run(karpenter_oracle, {"instanceTypes": "not a list", "nodePools": []})
+
+
+def _oracle_children() -> list[int]:
+    """Processes of this test process still running the oracle."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"TestOracle" in cmdline:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_a_run_past_its_timeout_raises_and_leaves_no_oracle_running(karpenter_oracle: Path):
+    document = {"instanceTypes": [], "nodePools": []}
+    with pytest.raises(oracle.OracleError, match=r"^karpenter oracle took longer than 0.001 s$"):
+        oracle.run_many(karpenter_oracle, [document, document], timeout=0.001)
+    assert _oracle_children() == []
