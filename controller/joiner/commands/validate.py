@@ -22,6 +22,8 @@ from joiner.api.validation import is_joiner_api_version, validate_object
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
 STDIN = "-"
+# The warning code of an old Karpenter kind checked as its v1 conversion.
+CONVERTED = "converted"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,7 +115,7 @@ def _check_old_kind(label: str, index: int, obj: Any, strict: bool) -> Iterator[
         yield f"{label}: {error}", False
         return
     for warning in conversion_warnings(result):
-        yield f"{label}: warning: {warning} [converted]", not strict
+        yield f"{label}: warning: {warning} [{CONVERTED}]", not strict
     for converted in result.objects:
         yield from _check_object(label, index, converted, strict)
 
