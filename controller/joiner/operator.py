@@ -95,7 +95,9 @@ class Operator:
         cloud = overlaid or cloud
         self.kube, self.cloud, self.clock = kube, cloud, clock
         self.metrics = metrics or Metrics()
-        self.state = ClusterState(clock, deletion_cost_managed=options.pod_deletion_cost)
+        self.state = ClusterState(
+            clock, deletion_cost_managed=options.pod_deletion_cost, batch_max=options.batch_max
+        )
         self.recorder = EventRecorder(kube, clock, options.events_namespace)
         self.feed: Any = None
         self._pool_generations: dict[str, int | None] = {}

@@ -1,7 +1,8 @@
 """Regression scenarios of the crash-anywhere property suite (tests/controller/sim/
 test_sim_properties.py): each reproduces, with `joiner simulate`, a bug a restart or a
-fault at some step found; the header of each file says which. Every expectation in
-them holds and every settle step settles (exit 0)."""
+fault at some step found, or pins a finding that is a valid Karpenter outcome; the header
+of each file says which. Every expectation in them holds and every settle step settles
+(exit 0)."""
 
 from __future__ import annotations
 

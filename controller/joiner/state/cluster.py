@@ -23,7 +23,10 @@ from joiner.state.node import StateNode
 
 T = TypeVar("T")
 
-NOMINATION_TTL = 20.0  # seconds a nomination holds [SPEC 3.11]
+# A nomination holds twice the provisioning batch's longest wait, at least 10 s, as
+# upstream's nominationWindow: the pods' next batch must still see the node taken.
+# 20 s with the default BATCH_MAX_DURATION [SPEC 3.11].
+MIN_NOMINATION_WINDOW = 10.0
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 NO_NODES: frozenset[str] = frozenset()
 
@@ -97,9 +100,17 @@ def _reindex(index: dict[str, list[str]], key: str, before: str | None, after: s
         index.setdefault(after, []).append(key)
 
 
+def nomination_window(batch_max: float) -> float:
+    """Seconds a nomination holds for a provisioning batch of at most ``batch_max``."""
+    return max(2 * batch_max, MIN_NOMINATION_WINDOW)
+
+
 class ClusterState:
-    def __init__(self, clock: Clock, deletion_cost_managed: bool = False) -> None:
+    def __init__(
+        self, clock: Clock, deletion_cost_managed: bool = False, batch_max: float = 10.0
+    ) -> None:
         self.clock = clock
+        self.nomination_window = nomination_window(batch_max)
         # Whether this controller writes controller.kubernetes.io/pod-deletion-cost itself
         # (gate PodDeletionCostManagement): the annotation is then its own ranking, not a
         # user's word, and consolidation does not read it [PDC-6].
@@ -217,7 +228,7 @@ class ClusterState:
     # --- nominations and marks ------------------------------------------------------
 
     def nominate(self, pod_key: str, node_name: str) -> None:
-        until = self.clock.now() + NOMINATION_TTL
+        until = self.clock.now() + self.nomination_window
         self._nominations[pod_key] = (node_name, until)
         self._node_nominated_until[node_name] = until
         self.nominations += 1

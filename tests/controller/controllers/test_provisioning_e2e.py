@@ -130,6 +130,20 @@ def test_window_closes_at_the_maximum_when_pods_keep_coming():
     assert claim["spec"]["resources"]["requests"]["pods"] == "6"  # p0..p5 arrived by t=2.5
 
 
+def test_nominations_hold_twice_the_batch_max_duration():
+    """BATCH_MAX_DURATION sets the nomination window, as upstream's: 3 s batches, 10 s
+    (the floor); 30 s batches, 60 s."""
+    for batch_max, window in ((3.0, 10.0), (30.0, 60.0)):
+        h = Harness(batch_idle=1.0, batch_max=batch_max)
+        h.default_setup()
+        h.create_unschedulable(pending_pod("p0", "100m"))
+        h.advance(1)
+        [claim] = h.nodeclaims()
+        name = claim["metadata"]["name"]
+        nominated_at = h.clock.now()
+        assert h.operator.state.nominated_until(name) == nominated_at + window
+
+
 def test_unplaceable_pod_gets_failed_scheduling_and_no_nodeclaim():
     h = Harness()
     h.default_setup()

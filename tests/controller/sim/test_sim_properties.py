@@ -13,10 +13,12 @@ too when the seed variable is set to ``random``.)
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import crash_suite
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from joiner import testing
 
@@ -25,6 +27,7 @@ POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "80"))
 SEED = os.environ.get("JOINER_CRASH_SEED", "19")
 LOG = os.environ.get("JOINER_CRASH_LOG")  # a file: one line of progress per workload
 PAIRS: list[int] = []  # pairs run by this process, reported at the end
+PINNED = Path(__file__).parents[2] / "e2e" / "crash"  # scenarios that pin findings
 
 
 def _seeded(test: Any) -> Any:
@@ -55,7 +58,10 @@ def test_no_restart_or_fault_loses_anything(workload: crash_suite.Workload):
         problems = crash_suite.compare(baseline, outcome)
         if problems:
             pytest.fail(
-                f"with {fault}:\n  " + "\n  ".join(problems) + "\n\nReplay it with "
+                f"with {fault}:\n  "
+                + "\n  ".join(problems)
+                + crash_suite.phase_note(workload, outcome, baseline)
+                + "\n\nReplay it with "
                 "`joiner simulate FILE --output table`, FILE:\n"
                 + crash_suite.repro(workload, fault),
                 pytrace=False,
@@ -100,3 +106,24 @@ def test_no_capacity_anywhere_leaves_pods_pending_without_a_hot_loop():
     ]
     assert outcome.kube_calls / 30 <= crash_suite.MAX_CALLS_PER_MINUTE
     assert outcome.violations == []
+
+
+def test_a_phase_without_the_fault_that_creates_as_many_nodeclaims_is_named():
+    """Finding 2037-15 (its pinned scenario without the expectations): 4 NodeClaims
+    without a fault, 5 with a restart after 7 reconciles, and 5 without a fault when the
+    workload starts 5 s or more later (the second empty node is deleted just before the
+    scale-up). The suite's failure message names that delay; no delay gives 6."""
+    pinned = PINNED / "empty-node-kept-when-pods-arrive-during-validation.yaml"
+    document = yaml.safe_load(pinned.read_text())
+    steps = document["spec"]["steps"]
+    document["spec"]["steps"] = [step for step in steps if "expect" not in step]
+    workload = crash_suite.Workload(document, cpu_limit=None, budget=1)
+    baseline = crash_suite.run(workload, None)
+    restarted = crash_suite.run(workload, {"restart": {"afterReconciles": 7}})
+    assert crash_suite.compare(baseline, restarted) == [
+        "5 NodeClaims created, without the fault 4 (+0 that failed to start)"
+    ]
+    note = crash_suite.phase_note(workload, restarted, baseline)
+    assert "A run without the fault, the workload 5 s later, creates as many" in note
+    assert crash_suite.phase_note(workload, baseline, baseline) == ""
+    assert crash_suite.same_count_later(workload, 6) is None

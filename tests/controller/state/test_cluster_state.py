@@ -319,3 +319,17 @@ def test_unwatched_kinds_are_ignored(state: ClusterState) -> None:
     generation = state.generation
     state.apply("ADDED", {"kind": "ConfigMap", "metadata": {"name": "x"}})
     assert state.generation == generation
+
+
+@pytest.mark.parametrize(("batch_max", "window"), [(10.0, 20.0), (30.0, 60.0), (2.0, 10.0)])
+def test_a_nomination_holds_twice_the_longest_batch_and_at_least_ten_seconds(
+    clock: FakeClock, batch_max: float, window: float
+) -> None:
+    """As upstream's nominationWindow: the pods' next batch still sees the node taken."""
+    state = ClusterState(clock, batch_max=batch_max)
+    state.apply("ADDED", pod("a"))
+    state.nominate("default/a", "claim-1")
+    clock.advance(window - 0.1)
+    assert state.recently_nominated("claim-1")
+    clock.advance(0.1)
+    assert not state.recently_nominated("claim-1")
