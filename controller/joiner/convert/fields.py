@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from joiner.api.definitions.kubelet import kubelet
+
 PROVISIONER = ("karpenter.sh/v1alpha5", "Provisioner")
 AWS_NODE_TEMPLATE = ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate")
 NODEPOOL_V1BETA1 = ("karpenter.sh/v1beta1", "NodePool")
@@ -32,20 +34,7 @@ class Field:
     blocking: bool = False  # cannot be converted at all: the input is refused
 
 
-KUBELET_FIELDS = (
-    "clusterDNS",
-    "maxPods",
-    "podsPerCore",
-    "systemReserved",
-    "kubeReserved",
-    "evictionHard",
-    "evictionSoft",
-    "evictionSoftGracePeriod",
-    "evictionMaxPodGracePeriod",
-    "imageGCHighThresholdPercent",
-    "imageGCLowThresholdPercent",
-    "cpuCFSQuota",
-)
+KUBELET_FIELDS = tuple(kubelet().properties)  # the v1 EC2NodeClass kubelet fields
 KUBELET_MESSAGE = "v1 sets the kubelet on the EC2NodeClass the pool uses"
 
 
