@@ -83,6 +83,24 @@ EXPECTED = {
         [(None, ("t1",), 4), (None, ("t1",), 5)],
         16.9439,
     ),
+    # app3-0 prefers t4 and has a preferred zonal anti-affinity (so it is placed one pod
+    # at a time); of the two claims with two pods, it joins the t4 in test-zone-3 (no
+    # rise), not the older one in test-zone-2, which it would turn from a t3 (0.5036/h)
+    # into a t4 (1.3272/h)
+    "claim-a-topology-pod-raises-least.json": (
+        [
+            ("test-zone-1", ("t1",), 2),
+            ("test-zone-2", ("t3", "t4", "t1"), 2),
+            ("test-zone-3", ("t4",), 3),
+        ],
+        6.3986,
+    ),
+    # its shrunk form: the zonal spread puts app4-0 in test-zone-2 (a t3), app4-1 in
+    # test-zone-3 (a t4); app3-0 joins the t4 claim
+    "claim-a-topology-pod-raises-least-shrunk.json": (
+        [("test-zone-2", ("t3", "t4"), 1), ("test-zone-3", ("t4",), 2)],
+        2.1626,
+    ),
 }
 
 
