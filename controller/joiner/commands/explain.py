@@ -25,6 +25,8 @@ from joiner.explain.pod import explain_pod
 from joiner.explain.snapshot import Snapshot
 from joiner.kube.api import ApiError
 from joiner.kube.http import ConfigError
+from joiner.serve import StartupError
+from joiner.settings import SettingsError
 from joiner.sim.bounds import BoundReached
 from joiner.sim.scenario import ScenarioError, load_scenario
 
@@ -67,6 +69,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
     parser.add_argument(
+        "--cluster-name",
+        metavar="NAME",
+        help="the EKS cluster, for its instance types (default: $CLUSTER_NAME; AWS region "
+        "and credentials as the AWS SDK finds them)",
+    )
+    parser.add_argument(
         "-o", "--output", choices=("text", "json"), default="text", help="output format"
     )
     parser.set_defaults(handler=run)
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         answer = QUESTIONS[args.kind](Cluster(_snapshot(args)), args.name)
     except (ScenarioError, BoundReached) as err:
         return _fail(f"{args.simulate}: {err}", err.exit_code)
-    except (NotFoundError, ConfigError) as err:
+    except (NotFoundError, ConfigError, SettingsError, StartupError) as err:
         return _fail(str(err), EXIT_BAD_INPUT)
     except ApiError as err:
         return _fail(str(err), EXIT_FAILED)
@@ -95,9 +103,9 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
         from joiner.explain.simulation import snapshot_at  # the simulator: only when asked
 
         return snapshot_at(load_scenario(args.simulate), args.at, args.seed)
-    from joiner.explain.live import read_cluster
+    from joiner.explain.live import aws_instance_types, read_cluster
 
-    return read_cluster(args.kubeconfig, args.context)
+    return read_cluster(args.kubeconfig, args.context, aws_instance_types(args.cluster_name))
 
 
 def _fail(message: str, code: int) -> int:
