@@ -8,8 +8,8 @@ from joiner.explain.cluster import Cluster
 from joiner.explain.simulation import snapshot_at
 from joiner.sim.scenario import load_scenario
 
-HERE = Path(__file__).parent
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def cluster_at(scenario: str, step: str | None = None) -> Cluster:
-    return Cluster(snapshot_at(load_scenario(HERE / scenario), step))
+    return Cluster(snapshot_at(load_scenario(EXAMPLES / scenario), step))

@@ -6,12 +6,14 @@ digest: the NodePools of parallel tests never collide, and answers are read for 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+import yaml
 from joiner.api import labels as wk
 from joiner.api.crds import render_crds
 from joiner.cli import main
@@ -194,3 +196,11 @@ def _ours(out: str, tag: str) -> list[str]:
         if keeping:
             kept.append(line)
     return kept
+
+
+def test_the_documented_cluster_role_is_the_one_the_tests_enforce() -> None:
+    operations = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
+    documents = re.findall(r"```yaml\n(.*?)```", operations, re.DOTALL)
+    roles = [d for d in map(yaml.safe_load, documents) if isinstance(d, dict)]
+    role = next(d for d in roles if d.get("metadata", {}).get("name") == "joiner-explain")
+    assert role["rules"] == READ_ONLY_RULES

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from explain_scenarios import HERE, cluster_at
+from explain_scenarios import EXAMPLES, cluster_at
 from joiner.api import labels as wk
 from joiner.cli import main
 from joiner.explain.cluster import Cluster
@@ -14,13 +14,13 @@ from joiner.explain.node import explain_node, explain_nodeclaim
 from joiner.explain.nodepool import explain_nodepool
 from joiner.explain.pod import explain_pod
 
-DISRUPTION = HERE / "disruption.yaml"
+DISRUPTION = EXAMPLES / "explain-disruption.yaml"
 EXPIRES = "  expiration: does not apply: expires in 719h57m19s (expireAfter 720h), budgets aside"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Cluster:
-    return cluster_at("disruption.yaml")
+    return cluster_at("explain-disruption.yaml")
 
 
 def node_of(cluster: Cluster, pool: str) -> str:
@@ -135,3 +135,14 @@ def test_an_unknown_object_is_named_with_its_kind(
 ) -> None:
     assert main(["explain", kind, name, "--simulate", str(DISRUPTION)]) == 2
     assert capsys.readouterr().err == f"joiner explain: {message}\n"
+
+
+def test_the_docs_show_these_answers_as_they_are(cluster: Cluster) -> None:
+    docs = (EXAMPLES.parent / "docs" / "explain.md").read_text()
+    pending = cluster_at("explain-pending.yaml")
+    for answer in (
+        explain_pod(pending, "default/big"),
+        explain_nodepool(pending, "capped"),
+        explain_node(cluster, node_of(cluster, "budget")),
+    ):
+        assert "```\n" + "\n".join(answer.lines()) + "\n```" in docs

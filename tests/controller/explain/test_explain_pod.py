@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from explain_scenarios import HERE, cluster_at
+from explain_scenarios import EXAMPLES, cluster_at
 from joiner.cli import main
 from joiner.explain.cluster import Cluster
 from joiner.explain.pod import explain_pod
 
-PENDING = HERE / "pending.yaml"
+PENDING = EXAMPLES / "explain-pending.yaml"
 
 
 @pytest.fixture(scope="module")
 def pending() -> Cluster:
-    return cluster_at("pending.yaml")
+    return cluster_at("explain-pending.yaml")
 
 
 def test_a_pending_pod_is_told_each_pools_reason_taint_affinity_limit_ice_size(
@@ -78,6 +78,6 @@ def test_an_unknown_step_is_named_with_the_steps_there_are(
     code = main(["explain", "pod", "default/big", "--simulate", str(PENDING), "--at", "later"])
     assert code == 2
     assert capsys.readouterr().err == (
-        f"joiner explain: {PENDING}: --at later: no such step (steps 0-2; names: ice is out of "
+        f"joiner explain: {PENDING}: --at later: no such step (steps 0-3; names: ice is out of "
         "capacity, the pod arrives, pending)\n"
     )
