@@ -1,7 +1,8 @@
 """A ``Snapshot`` of a simulation after one of its steps: the scenario is run up to and
 including that step (the steps after it are not run), then every object of the
 simulated API server and the instance types the simulated cloud offers each NodePool
-then (unavailable offerings included, as unavailable) are read."""
+then, as the controller reads them (NodeOverlays applied; offerings out of capacity
+marked unavailable) are read."""
 
 from __future__ import annotations
 
@@ -39,12 +40,12 @@ def _read(simulation: Simulation) -> Snapshot:
     kube = simulation.kube
     objects = [{**obj, "kind": kind} for kind in KINDS for obj in kube.list(kind).items]
     state = simulation.operator.state
-    provider = simulation.cloud.provider
+    cloud = simulation.operator.cloud  # the controller's view: NodeOverlays applied
     return Snapshot(
         objects=objects,
         now=simulation.clock.now(),
         instance_types={
-            name: list(provider.get_instance_types(pool))
+            name: list(cloud.get_instance_types(pool))
             for name, pool in sorted(state.nodepools.items())
         },
         spot_to_spot=simulation.operator.disruption.options.spot_to_spot,

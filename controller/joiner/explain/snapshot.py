@@ -9,24 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.cloudprovider.types import InstanceType
+from joiner.state.cluster import WATCHED_KINDS
 
 Object = dict[str, Any]
 
-# The kinds an explanation reads: what the controller's state follows and the solver and
-# the disruption pass read (volumes, CSINodes and daemonsets count where pods fit).
-KINDS = (
-    "Node",
-    "NodeClaim",
-    "Pod",
-    "NodePool",
-    "EC2NodeClass",
-    "DaemonSet",
-    "PodDisruptionBudget",
-    "PersistentVolumeClaim",
-    "PersistentVolume",
-    "StorageClass",
-    "CSINode",
-)
+# The kinds an explanation reads: those the controller's state follows. NodeOverlays are
+# left out: the instance types of a snapshot carry them already where they apply (a
+# simulation reads its types through the controller's overlays).
+KINDS = tuple(kind for kind in WATCHED_KINDS if kind != "NodeOverlay")
 
 
 @dataclass

@@ -19,11 +19,9 @@ from joiner.api.crds import render_crds
 from joiner.cli import main
 from joiner.explain.live import READ_ONLY_RULES
 from joiner.kube.api import NotFound
-from joiner.kube.http import HttpKube
 from joiner.testing import create_unschedulable, ec2nodeclass, nodepool, pod, requirement
 from joiner.testing.envtest import ControlPlane
 
-RBAC = "rbac.authorization.k8s.io/v1"
 REGION = "us-east-1"
 
 
@@ -95,7 +93,9 @@ def live(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterato
         create_unschedulable(kube, pod("big", "6", "1Gi", namespace=namespace))
         yield {
             "tag": tag,
-            "kubeconfig": _reader_kubeconfig(control_plane, kube, namespace, tag, tmp_path),
+            "kubeconfig": control_plane.cluster_role_kubeconfig(
+                tmp_path / "explain.kubeconfig", namespace, tag, READ_ONLY_RULES
+            ),
         }
     finally:
         for obj in reversed(created):
@@ -105,34 +105,6 @@ def live(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterato
             with contextlib.suppress(NotFound):
                 kube.delete(kind, tag)
         kube.close()
-
-
-def _reader_kubeconfig(
-    plane: ControlPlane,
-    kube: HttpKube,
-    namespace: str,
-    name: str,
-    tmp_path: Path,
-    rules: list[dict[str, Any]] = READ_ONLY_RULES,
-) -> Path:
-    """A kubeconfig of ServiceAccount ``namespace/name`` bound to a ClusterRole of ``rules``."""
-    role = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules}
-    kube.create(role)
-    kube.create(
-        {
-            "apiVersion": RBAC,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-        }
-    )
-    token = plane.service_account_token(namespace, name)
-    return plane.write_kubeconfig(tmp_path / f"{name}.kubeconfig", token=token)
 
 
 def test_a_pending_pod_on_a_live_cluster_read_only(
@@ -170,7 +142,9 @@ def test_a_role_without_a_rule_is_refused_and_the_list_named(
     name = f"{live['tag']}-less"
     rules = [r for r in READ_ONLY_RULES if r["apiGroups"] != ["policy"]]
     try:
-        kubeconfig = _reader_kubeconfig(control_plane, kube, namespace, name, tmp_path, rules)
+        kubeconfig = control_plane.cluster_role_kubeconfig(
+            tmp_path / "less.kubeconfig", namespace, name, rules
+        )
         code = main(["explain", "pod", f"{namespace}/big", "--kubeconfig", str(kubeconfig)])
         assert code == 1
         assert capsys.readouterr().err == (
