@@ -3,10 +3,8 @@ consolidation would replace with a cheaper one, each kept for its own reason."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from explain_scenarios import EXAMPLES, cluster_at
+from explain_scenarios import EXAMPLES, cluster_at, explain_json
 from joiner.api import labels as wk
 from joiner.cli import main
 from joiner.explain.cluster import Cluster
@@ -109,9 +107,7 @@ def test_a_nodepool_says_its_budgets_now_limits_and_drift(cluster: Cluster) -> N
 
 
 def test_json_of_a_node_for_scripts(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["explain", "node", "budget-j9hcz", "--simulate", str(DISRUPTION), "-o", "json"])
-    answer = json.loads(capsys.readouterr().out)
-    assert code == 0
+    answer = explain_json(capsys, "node", "budget-j9hcz", "--simulate", str(DISRUPTION))
     assert answer["passed_over"] == "budget 0 for Underutilized"
     assert answer["replacement"] == {"instance_types": ["c-2x8", "c-4x16"], "price": 0.1}
     assert [(m["method"], m["applies"], m["budget"]) for m in answer["methods"]] == [

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from explain_scenarios import EXAMPLES, cluster_at
+from explain_scenarios import EXAMPLES, cluster_at, explain_json
 from joiner.cli import main
 from joiner.explain.cluster import Cluster
 from joiner.explain.pod import explain_pod
@@ -43,9 +41,7 @@ def test_a_pending_pod_is_told_each_pools_reason_taint_affinity_limit_ice_size(
 
 
 def test_json_carries_the_same_answer_for_scripts(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["explain", "pod", "default/big", "--simulate", str(PENDING), "-o", "json"])
-    answer = json.loads(capsys.readouterr().out)
-    assert code == 0
+    answer = explain_json(capsys, "pod", "default/big", "--simulate", str(PENDING))
     assert [(p["nodepool"], p["outcome"]) for p in answer["pools"]] == [
         ("gpu", "taints"),
         ("zone-b", "node affinity"),
