@@ -17,7 +17,7 @@ from joiner.api.nodepool import NodePool
 from joiner.cloudprovider.types import InstanceType
 from joiner.explain.snapshot import KINDS, Object, Snapshot
 from joiner.kube.http import ClusterConfig, HttpKube
-from joiner.settings import Settings
+from joiner.settings import Settings, SettingsError
 
 # All `joiner explain` may do on a cluster (docs/explain.md, as a ClusterRole): read.
 READ_ONLY_RULES = [
@@ -65,6 +65,8 @@ def aws_instance_types(cluster_name: str | None) -> TypesReader:
     env = dict(os.environ)
     if cluster_name:
         env["CLUSTER_NAME"] = cluster_name
+    if not env.get("CLUSTER_NAME"):
+        raise SettingsError("--cluster-name (or CLUSTER_NAME) is required: the EKS cluster")
     build = aws_cloud_factory(Settings.from_env(env))
 
     def read(objects: Sequence[Object]) -> dict[str, list[InstanceType]]:

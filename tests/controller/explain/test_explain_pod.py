@@ -77,3 +77,18 @@ def test_an_unknown_step_is_named_with_the_steps_there_are(
         f"joiner explain: {PENDING}: --at later: no such step (steps 0-3; names: ice is out of "
         "capacity, the pod arrives, pending)\n"
     )
+
+
+def test_a_live_cluster_needs_the_eks_cluster_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("CLUSTER_NAME", raising=False)
+    assert main(["explain", "pod", "default/big"]) == 2
+    assert capsys.readouterr().err == (
+        "joiner explain: --cluster-name (or CLUSTER_NAME) is required: the EKS cluster\n"
+    )
+
+
+def test_at_without_a_simulation_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "pod", "default/big", "--at", "1"]) == 2
+    assert capsys.readouterr().err == "joiner explain: --at needs --simulate\n"
