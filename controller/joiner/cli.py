@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "convert",
     "render",
     "top",
+    "explain",
     "controller",
 )
 

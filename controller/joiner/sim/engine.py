@@ -291,10 +291,15 @@ class Simulation:
 
     # --- running -----------------------------------------------------------------------
 
-    def run(self) -> SimulationResult:
+    def run(self, before_close: Callable[[], None] | None = None) -> SimulationResult:
+        """Run every step; ``before_close`` reads the simulation at the end, while its
+        cloud is still there (``joiner explain`` takes its snapshot there)."""
         try:
             with full_collections_spaced():
-                return self._run()
+                result = self._run()
+            if before_close is not None:
+                before_close()
+            return result
         finally:
             self.close()
 

@@ -277,6 +277,36 @@ class ControlPlane:
             kube.close()
         return str(answer["status"]["token"])
 
+    def cluster_role_kubeconfig(
+        self, path: Path, namespace: str, name: str, rules: list[dict[str, Any]]
+    ) -> Path:
+        """A kubeconfig at ``path`` of ServiceAccount ``namespace/name``, bound to a
+        ClusterRole ``name`` of ``rules`` and nothing else (the caller deletes the
+        ClusterRole and ClusterRoleBinding ``name``)."""
+        rbac = "rbac.authorization.k8s.io/v1"
+        kube = self.admin_kube()
+        try:
+            meta = {"name": name}
+            kube.create(
+                {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta, "rules": rules}
+            )
+            kube.create(
+                {
+                    "apiVersion": rbac,
+                    "kind": "ClusterRoleBinding",
+                    "metadata": meta,
+                    "roleRef": {
+                        "apiGroup": rbac.split("/")[0],
+                        "kind": "ClusterRole",
+                        "name": name,
+                    },
+                    "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+                }
+            )
+        finally:
+            kube.close()
+        return self.write_kubeconfig(path, token=self.service_account_token(namespace, name))
+
     @property
     def audit_log(self) -> Path:
         return self.workdir / "audit.log"

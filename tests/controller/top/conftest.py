@@ -14,13 +14,10 @@ import pytest
 from joiner.api import labels as wk
 from joiner.api.crds import render_crds
 from joiner.kube.api import NotFound
-from joiner.kube.http import HttpKube
 from joiner.testing import nodeclaim, nodepool
 from joiner.testing.envtest import ControlPlane
 from joiner.top.live import READ_ONLY_RULES
 from top_cluster import TopCluster
-
-RBAC = "rbac.authorization.k8s.io/v1"
 
 
 @pytest.fixture
@@ -36,7 +33,10 @@ def top_cluster(
         pool=tag,
         node=f"{tag}a",
         claim=f"{tag}c",
-        kubeconfig=_reader_kubeconfig(control_plane, kube, namespace, tag, tmp_path),
+        # top's only permission: READ_ONLY_RULES, cluster-wide (nodes are cluster-scoped)
+        kubeconfig=control_plane.cluster_role_kubeconfig(
+            tmp_path / "top.kubeconfig", namespace, tag, READ_ONLY_RULES
+        ),
     )
     created = [
         kube.create(nodepool(name=tag)),
@@ -60,36 +60,6 @@ def top_cluster(
             with contextlib.suppress(NotFound):
                 kube.delete(kind, name)
         kube.close()
-
-
-def _reader_kubeconfig(
-    plane: ControlPlane, kube: HttpKube, namespace: str, name: str, tmp_path: Path
-) -> Path:
-    """A kubeconfig of ServiceAccount ``namespace/top`` bound to a ClusterRole of
-    ``READ_ONLY_RULES`` (nodes are cluster-scoped: a namespaced Role cannot grant them)."""
-    kube.create(
-        {
-            "apiVersion": RBAC,
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": READ_ONLY_RULES,
-        }
-    )
-    kube.create(
-        {
-            "apiVersion": RBAC,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "top", "namespace": namespace}],
-        }
-    )
-    token = plane.service_account_token(namespace, "top")
-    return plane.write_kubeconfig(tmp_path / "top.kubeconfig", token=token)
 
 
 def _ours(node: dict[str, Any], tag: str) -> bool:

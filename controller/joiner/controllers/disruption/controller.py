@@ -135,6 +135,31 @@ class Disruption:
                 return Result(requeue_after=VALIDATION_DELAY)
         return Result(requeue_after=PASS_INTERVAL)
 
+    # --- what a pass would do, for ``joiner explain`` ---------------------------------
+
+    def decide_now(self) -> tuple[Command | None, str, dict[str, str]]:
+        """The command a pass would take now (and its method), and why each node was
+        passed over, without acting on it or recording anything."""
+        self._new_pass()
+        command, method = self._decide()
+        return command, method, dict(self.last_skipped)
+
+    def candidates_now(self) -> tuple[list[Candidate], dict[str, str]]:
+        """This pass's candidates, and why the other managed nodes are not candidates."""
+        return self._candidates()
+
+    def simulate_without(self, candidates: Sequence[Candidate]) -> Plan:
+        """Where the candidates' pods would go without them: the replacement they need."""
+        return self._simulate(candidates)
+
+    def allowed(self, pool_name: str, reason: str) -> int:
+        """The disruptions the pool's budgets allow now for the reason."""
+        return self._allowed(pool_name, reason)
+
+    def prices_now(self) -> dict[str, float]:
+        """What each managed node costs now, as the pass prices it."""
+        return self._prices()
+
     def _new_pass(self) -> None:
         """Forget what one pass may cache: instance types, offerings, budgets."""
         self._types, self._allowances, self._offered = {}, {}, None

@@ -50,14 +50,14 @@ class Expiration(Controller):
 
     def _until_expiry(self, raw: dict[str, Any] | None) -> Result | None:
         """What to do while the NodeClaim has not expired; None once it has."""
-        expires_at = _expiry(raw) if raw is not None else None
+        expires_at = expiry(raw) if raw is not None else None
         if expires_at is None:
             return DONE
         now = self.clock.now()
         return Result(requeue_after=expires_at - now) if now < expires_at else None
 
 
-def _expiry(raw: dict[str, Any]) -> float | None:
+def expiry(raw: dict[str, Any]) -> float | None:
     """When the NodeClaim expires (None: never, or it is being deleted already)."""
     meta = raw["metadata"]
     expire = parse_duration((raw.get("spec") or {}).get("expireAfter", "720h"))
