@@ -330,6 +330,19 @@ def same_count_later(workload: Workload, created: int) -> int | None:
     return None
 
 
+def explained_by_phase(
+    workload: Workload, baseline: Outcome, faulted: Outcome, problems: list[str]
+) -> int | None:
+    """When the NodeClaim count is the only problem: the delay (s) with which a run
+    without any fault creates as many (see ``same_count_later``), else None. Such a pair
+    is held: a double launch after a restart makes more NodeClaims than the controller
+    makes without a fault at any phase of its passes; the pair is still listed, for its
+    decisions to be read (docs/operations.md)."""
+    if len(problems) != 1 or not _too_many_nodeclaims(baseline, faulted):
+        return None
+    return same_count_later(workload, faulted.result.totals.nodeclaims_created)
+
+
 def phase_note(workload: Workload, faulted: Outcome, baseline: Outcome) -> str:
     """For a failure on the NodeClaim count: whether a run without the fault at another
     phase creates as many (see ``same_count_later``)."""
