@@ -57,6 +57,7 @@ def test_each_object_is_its_own_kubernetes_resource(program):
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",  # NodePool ... CapacityBuffer
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
