@@ -37,6 +37,7 @@ class CapacityBuffer:
     name: str
     generation: int
     strategy: str
+    created: str = ""  # metadata.creationTimestamp (RFC 3339: sorts by time)
     pod_template: str | None = None
     scalable: ScalableRef | None = None
     replicas: int | None = None
@@ -58,6 +59,7 @@ class CapacityBuffer:
             namespace=meta.get("namespace") or "default",
             name=meta["name"],
             generation=int(meta.get("generation") or 0),
+            created=meta.get("creationTimestamp") or "",
             strategy=spec.get("provisioningStrategy") or ACTIVE_CAPACITY,
             pod_template=template["name"] if template else None,
             scalable=(
