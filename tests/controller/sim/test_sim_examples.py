@@ -16,6 +16,7 @@ def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
         "balanced.yaml",
         "gpu.yaml",
+        "headroom.yaml",
         "limits.yaml",
         "min-values.yaml",
         "node-overlay.yaml",

@@ -641,8 +641,9 @@ def test_unsupported_kind(scenario_doc):
     )
     assert error_of(scenario_doc) == (
         "spec.objects[3]: kind: unsupported kind 'ConfigMap' (the simulator emulates NodePool, "
-        "EC2NodeClass, NodeClaim, NodeOverlay, Namespace, Pod, Deployment, ReplicaSet, DaemonSet, "
-        "Job, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass)"
+        "EC2NodeClass, NodeClaim, NodeOverlay, CapacityBuffer, Namespace, Pod, PodTemplate, "
+        "Deployment, ReplicaSet, DaemonSet, Job, PodDisruptionBudget, PersistentVolumeClaim, "
+        "PersistentVolume, StorageClass)"
     )
 
 
