@@ -107,7 +107,7 @@ class Operator:
         self.manager = Manager(clock, pump=self.pump)
         ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.ctx = ctx
-        self.buffers = Buffers(self.state)
+        self.buffers = Buffers(self.state, changed=self._recheck_buffers)
         self.provisioner = Provisioner(
             ctx,
             batch_idle=options.batch_idle,

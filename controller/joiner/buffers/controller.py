@@ -50,6 +50,7 @@ PENDING = "Pending"
 # A chunk's unplaceable constraint -> the Provisioning reason.
 UNPLACEABLE_REASONS = {
     m.POOL_LIMITS: "PoolLimitReached",
+    m.RESOURCES: "NoOffering",  # no instance type has the room
     m.NO_INSTANCE_TYPE: "NoOffering",
     m.NO_OFFERING: "NoOffering",
     m.NO_NODEPOOL: "NoNodePool",

@@ -15,7 +15,7 @@ chunk, and in a plan the chunks only get what the pending pods leave.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from joiner.api import labels as wk
@@ -58,8 +58,9 @@ class Placement:
 class Buffers:
     """The buffers' resolutions and chunks, and where the chunks are held."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, changed: Callable[[], None] = lambda: None) -> None:
         self.state = state
+        self.changed = changed  # what a provisioning pass found differs: statuses to write
         self.resolutions: dict[str, Resolved | Unresolved] = {}
         self.version = 0  # bumps when the chunks change
         self._groups: tuple[Chunks, ...] = ()  # each buffer's chunks, the oldest first
@@ -114,8 +115,15 @@ class Buffers:
 
     # --- launching for the rest ------------------------------------------------------
 
-    def launched(self, names: Sequence[str], now: float) -> None:
-        self._launched.update((name, now) for name in names)
+    def planned(
+        self, unplaceable: Mapping[str, Unplaceable], launched: Sequence[str], now: float
+    ) -> None:
+        """A provisioning pass's outcome for the chunks: the NodeClaims it created for
+        them, and why it could place none for the others."""
+        self._launched.update((name, now) for name in launched)
+        if launched or dict(unplaceable) != self.unplaceable:
+            self.unplaceable = dict(unplaceable)
+            self.changed()
 
     def awaiting_launch(self, now: float) -> bool:
         """True while a NodeClaim launched for chunks is not in the state yet."""

@@ -176,9 +176,9 @@ class Provisioner(Controller):
         """Launch what the buffers' chunks need beyond what the pending pods leave."""
         assert self.buffers is not None
         chunk_plan = plan_chunks(buffers, plan, pods, snapshot, pools, instance_types)
-        self.buffers.unplaceable = dict(chunk_plan.unplaceable)
         created = [c for c in self._create_all(chunk_plan.nodeclaims) if isinstance(c, dict)]
-        self.buffers.launched([c["metadata"]["name"] for c in created], self.clock.now())
+        names = [c["metadata"]["name"] for c in created]
+        self.buffers.planned(chunk_plan.unplaceable, names, self.clock.now())
         failures = len(chunk_plan.nodeclaims) - len(created)
         if failures:
             log.warning("%d NodeClaim(s) for buffer capacity not created", failures)

@@ -180,3 +180,17 @@ def test_an_older_buffer_keeps_its_room_when_a_newer_one_is_capped() -> None:
     status, reason, message = _condition(h, "Provisioning", "batch")
     assert (status, reason) == ("False", "PoolLimitReached")
     assert message.startswith("1 of 3 chunks held; ")
+
+
+def test_a_chunk_no_instance_type_fits_is_not_held_and_the_condition_says_so() -> None:
+    h = Harness()
+    h.default_setup()
+    h.install(_pod_template(cpu="16"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
+    h.advance(3)
+    assert h.nodeclaims() == []
+    assert _condition(h, "Provisioning") == (
+        "False",
+        "NoOffering",
+        "0 of 1 chunks held; no instance type has enough resources, requests cpu=16, "
+        "memory=1Gi, pods=1 (pod + daemonsets), nodepool=default",
+    )
