@@ -81,18 +81,28 @@ def test_nodeclaims_are_launched_to_hold_the_chunks_and_the_status_says_so() -> 
 
 
 def test_pending_pods_come_first_and_the_chunks_get_what_they_leave() -> None:
-    """A pod and a chunk of 1500m in one batch: the pod gets its own NodeClaim."""
+    """A NodeClaim in flight with room for 1 CPU holds the buffer's 1-CPU chunk; a pod of
+    1 CPU arrives: it is nominated to that NodeClaim, and the chunk gets a new one."""
     h = Harness()
     h.default_setup()
-    h.kube.create(_pod_template(cpu="1500m"))
-    h.kube.create(_buffer(podTemplateRef={"name": "chunk"}, replicas=1))
-    h.create_unschedulable(pending_pod("web", "1500m"))
+    h.create_unschedulable(pending_pod("first", "500m"))
+    h.advance(2)
+    [launching] = h.nodeclaims()
+    h.install(_pod_template(cpu="1"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
     h.advance(3)
-    claims = h.nodeclaims()
-    assert len(claims) == 2
-    nominated = [e for e in h.events("Nominated")]
-    assert nominated == [("Pod", "web", "Nominated")]
-    assert _condition(h, "Provisioning")[0] == "True"
+    assert len(h.nodeclaims()) == 1  # the chunk is held in the NodeClaim's spare room
+    assert _condition(h, "Provisioning") == ("True", "CapacityHeld", "1 of 1 chunks held")
+    h.create_unschedulable(pending_pod("second", "1"))
+    h.advance(3)
+    name = launching["metadata"]["name"]
+    assert h.operator.state.nomination("default/second") == name
+    [_, chunk_claim] = h.nodeclaims()
+    assert chunk_claim["spec"]["resources"]["requests"] == {
+        "cpu": "1",
+        "memory": "1Gi",
+        "pods": "1",
+    }
+    assert _condition(h, "Provisioning") == ("True", "CapacityHeld", "1 of 1 chunks held")
 
 
 def test_a_real_pod_takes_the_room_and_the_buffer_is_held_again_elsewhere() -> None:
