@@ -102,7 +102,7 @@ class BufferController:
             return NOT_SYNCED
         placement = self.buffers.placement()
         now = self.clock.now()
-        if placement.unheld and self._should_ask(placement, now):
+        if placement.unheld and self._should_ask(now):
             self._asked_at = now
             self.request_capacity()
         for key, resolution in self.buffers.resolutions.items():
@@ -111,13 +111,12 @@ class BufferController:
                 self._write(raw, resolution, placement)
         return Result(requeue_after=HOLD_RESYNC)
 
-    def _should_ask(self, placement: Placement, now: float) -> bool:
+    def _should_ask(self, now: float) -> bool:
         """Not while capacity launched for chunks is on its way; chunks the last pass
         could not place only once ``RETRY_UNPLACEABLE`` has passed."""
         if self.buffers.awaiting_launch(now):
             return False
-        fresh = any(pod_key(p) not in self.buffers.unplaceable for p in placement.unheld)
-        return fresh or now - self._asked_at >= RETRY_UNPLACEABLE
+        return self.buffers.waiting() > 0 or now - self._asked_at >= RETRY_UNPLACEABLE
 
     # --- status ----------------------------------------------------------------------
 

@@ -105,6 +105,11 @@ class Buffers:
             self._placement = (basis, place(self._groups, snapshot))
         return self._placement[1]
 
+    def waiting(self) -> int:
+        """Chunks nothing holds that a provisioning pass may still find room for (not
+        those the last pass could not place)."""
+        return sum(1 for p in self.placement().unheld if pod_key(p) not in self.unplaceable)
+
     def held_on(self, node_name: str) -> tuple[Pod, ...]:
         return self.placement().by_node.get(node_name, NO_CHUNKS)
 
