@@ -84,7 +84,8 @@ class Controller(pulumi.ComponentResource):
     deployment_name: pulumi.Output[str]
     """Name of the controller Deployment."""
     crd_names: pulumi.Output[list[str]]
-    """Names of the CRDs installed (NodePool, NodeClaim, EC2NodeClass, NodeOverlay)."""
+    """Names of the CRDs installed (NodePool, NodeClaim, EC2NodeClass, NodeOverlay,
+    CapacityBuffer)."""
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from joiner.api import capacitybuffer as cb
 from joiner.api import labels as wk
 from joiner.infra.iam import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from joiner.settings import SETTINGS, Settings, SettingsError
@@ -166,6 +167,12 @@ def cluster_role_rules() -> list[dict[str, Any]]:
         _rule(wk.AWS_GROUP, ["ec2nodeclasses"], ["get", *WATCH, "update"]),
         # NodeOverlays (gate NodeOverlay): read, and their conflicts reported in status
         _rule(wk.KARPENTER_GROUP, ["nodeoverlays"], WATCH),
+        # CapacityBuffers: read, resolved from the PodTemplate or workload each names (read
+        # one by one, not watched), and their status written
+        _rule(cb.GROUP, ["capacitybuffers"], WATCH),
+        _rule(cb.GROUP, ["capacitybuffers/status"], ["update"]),
+        _rule("", ["podtemplates"], ["get"]),
+        _rule("apps", ["deployments", "replicasets", "statefulsets"], ["get"]),
         _rule(
             wk.KARPENTER_GROUP,
             ["nodeclaims/status", "nodepools/status", "nodeoverlays/status"],

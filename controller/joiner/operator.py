@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.buffers import controller as buffercontroller
+from joiner.buffers.controller import BufferController
+from joiner.buffers.holding import Buffers
 from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
@@ -39,11 +42,13 @@ from joiner.events import EventRecorder
 from joiner.kube.api import KubeAPI
 from joiner.metrics import Metrics
 from joiner.settings import Settings
-from joiner.state.cluster import WATCHED_KINDS, ClusterState
+from joiner.state.cluster import WATCHED_KINDS, ClusterState, object_key
 
 # NodePool status sums over all of a pool's nodes: coalesce the NodeClaim changes of a
 # burst (hundreds in one second) into one recount.
 NODEPOOL_STATUS_DELAY = 1.0
+# Pods binding in a burst: one check of where the buffers' chunks are held, not one each.
+BUFFER_HOLD_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,13 @@ class Operator:
         self.manager = Manager(clock, pump=self.pump)
         ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.ctx = ctx
+        self.buffers = Buffers(self.state, changed=self._recheck_buffers)
         self.provisioner = Provisioner(
             ctx,
             batch_idle=options.batch_idle,
             batch_max=options.batch_max,
             creates_at_once=options.nodeclaim_creates_at_once,
+            buffers=self.buffers,
         )
         self.lifecycle = NodeClaimLifecycle(ctx)
         self.termination = Termination(ctx)
@@ -133,6 +140,15 @@ class Operator:
             ConsolidationOptions(spot_to_spot=options.spot_to_spot_consolidation),
             self.recorder,
             self.metrics,
+            self.buffers,
+        )
+        self.buffer_controller = BufferController(
+            kube,
+            self.state,
+            clock,
+            self.buffers,
+            self._request_buffer_capacity,
+            lambda key: self.manager.enqueue(self.buffer_controller.name, key),
         )
         for reconciler in (
             self.expiration,
@@ -149,6 +165,7 @@ class Operator:
         self.manager.register(self.gc, initial_keys=[garbagecollection.KEY])
         self.manager.register(self.cost_metrics, initial_keys=[costmetrics.KEY])
         self.manager.register(self.disruption, initial_keys=[disruption.KEY])
+        self.manager.register(self.buffer_controller, initial_keys=[buffercontroller.HOLD_KEY])
         self.health: NodeHealth | None = None
         if options.node_repair:
             self.health = NodeHealth(ctx)
@@ -221,9 +238,12 @@ class Operator:
             claim = self.state.nodeclaim_by_provider_id((node.get("spec") or {}).get("providerID"))
             if claim is not None:
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
+        if moved:  # a real pod may have taken the room a buffer chunk held
+            self._recheck_buffers(BUFFER_HOLD_DELAY)
 
     def _on_nodeclaim(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
+        self._recheck_buffers(BUFFER_HOLD_DELAY)  # capacity came, changed or went
         pool = (obj["metadata"].get("labels") or {}).get(wk.NODEPOOL)
         if pool:  # one status write per pool and second, not one per NodeClaim change
             self.manager.enqueue(self.nodepool_status.name, pool, NODEPOOL_STATUS_DELAY)
@@ -291,13 +311,27 @@ class Operator:
     def _on_nodeoverlay(self, event_type: str, obj: dict[str, Any]) -> None:
         self._reweigh_overlays()
 
+    def _on_capacitybuffer(self, event_type: str, obj: dict[str, Any]) -> None:
+        self.manager.enqueue(self.buffer_controller.name, object_key(obj))
+
+    def _recheck_buffers(self, delay: float = 0.0) -> None:
+        """Nodes or pods changed: are the buffers' chunks still held?"""
+        if self.buffers.resolutions:
+            self.manager.enqueue(self.buffer_controller.name, buffercontroller.HOLD_KEY, delay)
+
+    def _request_buffer_capacity(self) -> None:
+        if self.provisioner.on_buffers():
+            self.manager.enqueue(self.provisioner.name, BATCH_KEY)
+
     def _reweigh_overlays(self) -> None:
         """Overlays or pools changed: which overlay changes what is worked out again."""
         if self.overlays is not None:
             self.manager.enqueue(self.overlays.name, nodeoverlay.KEY)
 
     def _reprovision(self) -> None:
-        """Capacity or pools changed: pending pods get another batch."""
+        """Capacity or pools changed: pending pods get another batch, and the buffers'
+        chunks another look."""
+        self._recheck_buffers()
         for pod in self.state.provisionable_pods():
             if self.provisioner.on_pod(pod):
                 self.manager.enqueue(self.provisioner.name, BATCH_KEY)

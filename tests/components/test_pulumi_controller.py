@@ -57,6 +57,7 @@ def test_each_object_is_its_own_kubernetes_resource(program):
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",  # NodePool ... CapacityBuffer
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
@@ -202,6 +203,7 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.sh", "nodeclaims"),
         ("karpenter.k8s.aws", "ec2nodeclasses"),
         ("karpenter.sh", "nodeoverlays"),
+        ("autoscaling.x-k8s.io", "capacitybuffers"),
     }
     assert {(g, r, v) for g, r, v in granted if v not in ("list", "watch")} == {
         ("", "nodes", "get"),
@@ -218,6 +220,11 @@ def test_rbac_is_what_the_controller_uses(program):
         ("karpenter.sh", "nodepools/status", "update"),
         ("karpenter.sh", "nodeoverlays/status", "update"),
         ("karpenter.k8s.aws", "ec2nodeclasses/status", "update"),
+        ("autoscaling.x-k8s.io", "capacitybuffers/status", "update"),
+        ("", "podtemplates", "get"),
+        ("apps", "deployments", "get"),
+        ("apps", "replicasets", "get"),
+        ("apps", "statefulsets", "get"),
         ("", "pods/eviction", "create"),
         ("", "pods", "delete"),
         ("", "pods", "patch"),

@@ -72,6 +72,7 @@ def test_every_rendered_object_is_accepted_by_the_real_server(
     assert _names(checked) == [
         ("ClusterRole", "joiner"),
         ("ClusterRoleBinding", "joiner"),
+        ("CustomResourceDefinition", "capacitybuffers.autoscaling.x-k8s.io"),
         ("CustomResourceDefinition", "ec2nodeclasses.karpenter.k8s.aws"),
         ("CustomResourceDefinition", "nodeclaims.karpenter.sh"),
         ("CustomResourceDefinition", "nodeoverlays.karpenter.sh"),

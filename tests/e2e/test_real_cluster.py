@@ -238,6 +238,42 @@ def _overlay_validated(kube: HttpKube) -> bool:
     return is_true((overlay.get("status") or {}).get("conditions"), "ValidationSucceeded")
 
 
+def _chunk_template() -> dict[str, Any]:
+    chunk = deployment("chunk", 1, cpu="100m", memory="64Mi", namespace=APPS)["spec"]["template"]
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "chunk", "namespace": APPS},
+        "template": chunk,
+    }
+
+
+def _buffers() -> list[dict[str, Any]]:
+    """A buffer shaped by the PodTemplate and one by the workload, of no chunks (the round
+    trip's capacity stays as it is): each is resolved and its status written."""
+    refs = [
+        {"podTemplateRef": {"name": "chunk"}},
+        {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "web"}},
+    ]
+    return [
+        {
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+            "kind": "CapacityBuffer",
+            "metadata": {"name": f"spare-{i}", "namespace": APPS},
+            "spec": {**ref, "replicas": 0},
+        }
+        for i, ref in enumerate(refs)
+    ]
+
+
+def _buffers_resolved(kube: HttpKube) -> bool:
+    return all(
+        is_true((b.get("status") or {}).get("conditions"), "ReadyForProvisioning")
+        and b["status"].get("replicas") == 0
+        for b in kube.list("CapacityBuffer", APPS).items
+    )
+
+
 def _deletion_costs(kube: HttpKube) -> set[str | None]:
     return {
         (p["metadata"].get("annotations") or {}).get(wk.POD_DELETION_COST)
@@ -280,6 +316,9 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
         admin.create(_overlay())
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": APPS}})
         admin.create(_workload())
+        admin.create(_chunk_template())
+        for buffer in _buffers():
+            admin.create(buffer)
 
         first = _wait(lambda: _initialized_claim(admin), "a NodeClaim's node", controller)
         first_name, first_node = first["metadata"]["name"], first["status"]["nodeName"]
@@ -316,6 +355,7 @@ def test_joiner_controller_round_trip_on_a_real_control_plane(
         # the gated controllers: the overlay's status, the pods' deletion cost (the one
         # node is within the pool's 10% budget: rank -1), re-ranked within a minute
         _wait(lambda: _overlay_validated(admin), "the NodeOverlay's status", controller)
+        _wait(lambda: _buffers_resolved(admin), "the CapacityBuffers' status", controller)
         _wait(lambda: _deletion_costs(admin) == {"-1"}, "the pods' deletion cost", controller)
         assert _evicted(cluster.plane) == {(APPS, name) for name in first_pods}
         assert _reasons(admin, first_name) == ["Terminated"]
@@ -393,6 +433,10 @@ NEEDED_BEYOND_THE_ROUND_TRIP: dict[Permission, str] = {
     "node when its NodeClaim's terminationGracePeriod runs out is deleted",
     ("", "events", "patch"): "joiner/events.py: a repeated Event bumps the count of the first, "
     "written at most every two minutes",
+    ("apps", "replicasets", "get"): "joiner/buffers/resolution.py: a CapacityBuffer's "
+    "scalableRef may name a ReplicaSet (the round trip's names a Deployment)",
+    ("apps", "statefulsets", "get"): "joiner/buffers/resolution.py: a CapacityBuffer's "
+    "scalableRef may name a StatefulSet (the round trip's names a Deployment)",
 }
 
 

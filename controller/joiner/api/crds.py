@@ -1,6 +1,6 @@
-"""The CustomResourceDefinitions of NodePool, NodeClaim, EC2NodeClass and NodeOverlay, rendered from
-the schemas in ``joiner.api.definitions`` (the Pulumi components and ``joiner render crds``
-install exactly these)."""
+"""The CustomResourceDefinitions of NodePool, NodeClaim, EC2NodeClass, NodeOverlay and
+CapacityBuffer, rendered from the schemas in ``joiner.api.definitions`` (the Pulumi
+components and ``joiner render crds`` install exactly these)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def render_crd(kind: Kind) -> dict[str, Any]:
         "listKind": f"{kind.kind}List",
         "plural": kind.plural,
         "singular": kind.kind.lower(),
-        "categories": ["karpenter"],
+        "categories": list(kind.categories),
     }
     if kind.short_names:
         names["shortNames"] = list(kind.short_names)
@@ -32,7 +32,7 @@ def render_crd(kind: Kind) -> dict[str, Any]:
         "spec": {
             "group": kind.group,
             "names": names,
-            "scope": "Cluster",
+            "scope": "Namespaced" if kind.namespaced else "Cluster",
             "versions": [_version(kind)],
         },
     }

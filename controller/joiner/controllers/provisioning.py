@@ -5,7 +5,10 @@ provisionable pod, and a Node tainted ``karpenter.sh/disrupted`` (being disrupte
 deleted), whose pods need room before they are evicted, pending pods or not. The batch
 closes when nothing new has arrived for ``batch_idle`` seconds, or ``batch_max`` after
 it opened; then one scheduling pass places the pending pods and those of the nodes
-going away on existing and in-flight capacity and opens NodeClaims for the rest.
+going away on existing and in-flight capacity and opens NodeClaims for the rest. Then
+the CapacityBuffers' chunks get what is left, and NodeClaims of their own where that is
+not enough (``joiner.buffers.holding``); the buffer controller opens a batch when some
+chunk is not held.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import is_true
 from joiner.api.nodepool import NodePool, by_weight
+from joiner.buffers.holding import Buffers, Chunks, plan_chunks
 from joiner.clock import Clock
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.context import Controller, ControllerContext
@@ -27,7 +31,7 @@ from joiner.controllers.runtime import DONE, NOT_SYNCED, Result
 from joiner.events import NORMAL, WARNING
 from joiner.kube.api import ApiError
 from joiner.ratelimit import TokenBucket
-from joiner.scheduling.model import NodeClaimPlan, Plan, pod_key
+from joiner.scheduling.model import ClusterSnapshot, NodeClaimPlan, Plan, pod_key
 from joiner.scheduling.solver import solve
 from joiner.scheduling.taints import same_taint
 from joiner.state.cluster import is_provisionable
@@ -84,15 +88,18 @@ class Provisioner(Controller):
         batch_idle: float = 1.0,
         batch_max: float = 10.0,
         creates_at_once: int = 1,
+        buffers: Buffers | None = None,
     ) -> None:
         """``creates_at_once``: NodeClaims of one plan created concurrently, as Karpenter
         creates a batch's all at once (their API round trips overlap); one keeps the
-        order of creation, which the simulator's reproducible runs need."""
+        order of creation, which the simulator's reproducible runs need. ``buffers``: the
+        CapacityBuffers whose chunks each pass holds capacity for."""
         if creates_at_once < 1:
             raise ValueError("creates_at_once must be >= 1")
         super().__init__(ctx)
         self.batcher = Batcher(ctx.clock, batch_idle, batch_max)
         self._creates_at_once = creates_at_once
+        self.buffers = buffers
         self.last_plan: Plan | None = None
         self._nominated_events = TokenBucket(
             NOMINATED_EVENTS_QPS, NOMINATED_EVENTS_BURST, monotonic=ctx.clock.now
@@ -109,6 +116,11 @@ class Provisioner(Controller):
         if not any(same_taint(t, wk.DISRUPTED_TAINT) for t in taints):
             return None
         return self._trigger(f"Node/{node['metadata']['name']}")
+
+    def on_buffers(self) -> str | None:
+        """Some buffer chunk is not held: returns the key to enqueue when this opens a
+        batch."""
+        return self._trigger("CapacityBuffers")
 
     def _trigger(self, key: str) -> str | None:
         return BATCH_KEY if self.batcher.trigger(key) else None
@@ -135,7 +147,8 @@ class Provisioner(Controller):
         pending = self.state.provisionable_pods()
         self.metrics.pending_pods.set(len(pending))
         pods = pending + self.state.leaving_pods()
-        if not pods:
+        buffers = self.buffers.groups() if self.buffers is not None else ()
+        if not pods and not buffers:
             return None
         pools = self.ready_nodepools()
         instance_types = {pool.name: self._instance_types(pool) for pool in pools}
@@ -144,9 +157,31 @@ class Provisioner(Controller):
         plan = solve(pods, pools, instance_types, snapshot)
         self.metrics.scheduling_duration.observe(time.perf_counter() - started)
         self.metrics.unschedulable_pods.set(len(plan.unplaceable))
-        self._act_on(plan, {pod_key(p): p for p in pods})
+        by_key = {pod_key(p): p for p in pods}
+        self._act_on(plan, by_key)
         self.last_plan = plan
+        if buffers:
+            self._hold_chunks(buffers, plan, by_key, snapshot, pools, instance_types)
         return plan
+
+    def _hold_chunks(
+        self,
+        buffers: Sequence[Chunks],
+        plan: Plan,
+        pods: dict[str, dict[str, Any]],
+        snapshot: ClusterSnapshot,
+        pools: list[NodePool],
+        instance_types: dict[str, Sequence[InstanceType]],
+    ) -> None:
+        """Launch what the buffers' chunks need beyond what the pending pods leave."""
+        assert self.buffers is not None
+        chunk_plan = plan_chunks(buffers, plan, pods, snapshot, pools, instance_types)
+        created = [c for c in self._create_all(chunk_plan.nodeclaims) if isinstance(c, dict)]
+        names = [c["metadata"]["name"] for c in created]
+        self.buffers.planned(chunk_plan.unplaceable, names, self.clock.now())
+        failures = len(chunk_plan.nodeclaims) - len(created)
+        if failures:
+            log.warning("%d NodeClaim(s) for buffer capacity not created", failures)
 
     def ready_nodepools(self) -> list[NodePool]:
         """NodePools the scheduler may launch for, in the order it tries them. Static ones

@@ -104,7 +104,9 @@ _STATUS_ON_CREATE: dict[str, dict[str, Any]] = {
 }
 _KEEPS_STATUS_ON_CREATE = frozenset({"Node", "Event"})
 # Built-in kinds with metadata.generation (custom resources all have it).
-_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget", "DaemonSet", "Job", *SCALED_KINDS})
+_GENERATION_KINDS = frozenset(
+    {"Pod", "PodDisruptionBudget", "DaemonSet", "Job", "PodTemplate", *SCALED_KINDS}
+)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 

@@ -53,6 +53,7 @@ _CORE: tuple[ResourceKind, ...] = (
     ResourceKind("PersistentVolume", "", "v1", "persistentvolumes", False),
     ResourceKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
     ResourceKind("ConfigMap", "", "v1", "configmaps", True, status_subresource=False),
+    ResourceKind("PodTemplate", "", "v1", "podtemplates", True, status_subresource=False),
     ResourceKind("Service", "", "v1", "services", True),
     ResourceKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, False),
     ResourceKind("CSINode", "storage.k8s.io", "v1", "csinodes", False, False),

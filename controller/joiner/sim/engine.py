@@ -461,9 +461,9 @@ class Simulation:
         return self.restarts.proceed(self.replicas.reconciles())
 
     def settled(self) -> bool:
-        """No pending pods, nothing launching, no disruption in progress, nothing being
-        drained or deleted, no pod of a deleted node waiting for the pod garbage
-        collector."""
+        """No pending pods, no CapacityBuffer chunk waiting for room, nothing launching, no
+        disruption in progress, nothing being drained or deleted, no pod of a deleted node
+        waiting for the pod garbage collector."""
         return next(self._in_flight(), None) is None
 
     def _in_flight(self) -> Iterator[str]:
@@ -476,6 +476,9 @@ class Simulation:
         pending = self.observer.pods.pending_count()
         if pending:
             yield f"pending pods: {pending}"
+        waiting = self.operator.buffers.waiting()
+        if waiting:
+            yield f"CapacityBuffer chunks waiting for room: {waiting}"
         launching = deleting = 0
         for claim in self.operator.state.nodeclaims.values():
             if claim.metadata.get("deletionTimestamp"):

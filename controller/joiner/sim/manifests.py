@@ -33,8 +33,10 @@ EMULATED_KINDS: tuple[str, ...] = (
     "EC2NodeClass",
     "NodeClaim",
     "NodeOverlay",
+    "CapacityBuffer",
     "Namespace",
     "Pod",
+    "PodTemplate",
     "Deployment",
     "ReplicaSet",
     "DaemonSet",
@@ -44,10 +46,12 @@ EMULATED_KINDS: tuple[str, ...] = (
     "PersistentVolume",
     "StorageClass",
 )
-KARPENTER_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay"})
+# The kinds ``joiner.api.validation`` checks.
+SERVED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay", "CapacityBuffer"})
 # Where each pod-creating kind keeps its pod spec.
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
     "Deployment": ("spec", "template", "spec"),
     "ReplicaSet": ("spec", "template", "spec"),
     "DaemonSet": ("spec", "template", "spec"),
@@ -113,7 +117,7 @@ def check_manifest(manifest: Mapping[str, Any]) -> None:
     """Raise ManifestError for the first field the API server would reject (the manifest
     has been through ``identify``)."""
     kind = manifest["kind"]
-    if kind in KARPENTER_KINDS:
+    if kind in SERVED_KINDS:
         errors = validate_object(dict(manifest))
         if errors:
             raise ManifestError(str(errors[0]))

@@ -44,6 +44,7 @@ WATCHED_KINDS = (
     "StorageClass",
     "CSINode",
     "NodeOverlay",  # applied behind the NodeOverlay gate (joiner.controllers.nodeoverlay)
+    "CapacityBuffer",  # held by joiner.buffers
 )
 
 

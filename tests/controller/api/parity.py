@@ -37,6 +37,7 @@ UPSTREAM_CRDS = tuple(
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.k8s.aws_ec2nodeclasses.yaml",
         "karpenter.sh_nodeoverlays.yaml",
+        "autoscaling.x-k8s.io_capacitybuffers.yaml",
     )
 )
 UPSTREAM_EXAMPLES = UPSTREAM / "examples" / "v1"

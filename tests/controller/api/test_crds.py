@@ -25,18 +25,20 @@ def _schema(name: str) -> dict[str, Any]:
     return _by_name()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def test_cluster_scoped_crds_with_karpenter_names() -> None:
+def test_crds_with_karpenter_names() -> None:
     crds = _by_name()
     versions = {
         "nodepools.karpenter.sh": "v1",
         "nodeclaims.karpenter.sh": "v1",
         "ec2nodeclasses.karpenter.k8s.aws": "v1",
         "nodeoverlays.karpenter.sh": "v1alpha1",  # [OVERLAY-1] as upstream's
+        "capacitybuffers.autoscaling.x-k8s.io": "v1beta1",
     }
     assert list(crds) == list(versions)
     for name, crd in crds.items():
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
-        assert crd["spec"]["scope"] == "Cluster"
+        namespaced = name == "capacitybuffers.autoscaling.x-k8s.io"
+        assert crd["spec"]["scope"] == ("Namespaced" if namespaced else "Cluster")
         (version,) = crd["spec"]["versions"]
         assert (version["name"], version["served"], version["storage"]) == (
             versions[name],
@@ -57,6 +59,32 @@ def test_cluster_scoped_crds_with_karpenter_names() -> None:
         "categories": ["karpenter"],
         "shortNames": ["ec2nc", "ec2ncs"],
     }
+
+
+def test_capacitybuffer_names_and_columns_are_upstreams() -> None:
+    crd = _by_name()["capacitybuffers.autoscaling.x-k8s.io"]
+    assert crd["spec"]["names"] == {
+        "kind": "CapacityBuffer",
+        "listKind": "CapacityBufferList",
+        "plural": "capacitybuffers",
+        "singular": "capacitybuffer",
+        "categories": ["autoscaling"],
+        "shortNames": ["cb"],
+    }
+    (version,) = crd["spec"]["versions"]
+    columns = [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    assert columns == [
+        ("Strategy", ".spec.provisioningStrategy"),
+        ("PodTemplate", ".status.podTemplateRef.name"),
+        ("Replicas", ".status.replicas"),
+        ("ConditionsType", ".status.conditions[*].type"),
+        ("ConditionsStatus", ".status.conditions[*].status"),
+        ("ConditionsReason", ".status.conditions[*].reason"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    strategy = spec["properties"]["provisioningStrategy"]
+    assert strategy["default"] == "buffer.x-k8s.io/active-capacity"
 
 
 def test_nodeoverlay_names_and_rules_are_upstreams() -> None:

@@ -105,8 +105,11 @@ def _kind(obj: Any) -> Kind:
 
 
 def _collection(obj: Any, upstream: bool) -> str:
+    """A namespaced kind's cases go to the default namespace (they name none)."""
     kind = _kind(obj)
-    return f"/apis/{UPSTREAM_GROUP if upstream else ''}{kind.group}/{kind.version}/{kind.plural}"
+    namespace = "namespaces/default/" if kind.namespaced else ""
+    group = f"{UPSTREAM_GROUP if upstream else ''}{kind.group}"
+    return f"/apis/{group}/{kind.version}/{namespace}{kind.plural}"
 
 
 def _as(obj: Any, upstream: bool) -> Any:

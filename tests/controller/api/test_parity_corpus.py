@@ -37,6 +37,7 @@ def test_joiner_validate_gives_the_verdicts_of_upstreams_crds_on_upstreams_examp
 
 def test_the_corpus_covers_every_rule_family() -> None:
     assert corpus_files() == [
+        "capacitybuffer.yaml",
         "disruption.yaml",
         "ec2nodeclass.yaml",
         "labels.yaml",

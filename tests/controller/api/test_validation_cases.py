@@ -189,7 +189,7 @@ def test_field_error_text() -> None:
 
 SERVED = (
     "NodePool (karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
-    "NodeOverlay (karpenter.sh/v1alpha1)"
+    "NodeOverlay (karpenter.sh/v1alpha1), CapacityBuffer (autoscaling.x-k8s.io/v1beta1)"
 )
 
 

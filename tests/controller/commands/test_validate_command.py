@@ -89,6 +89,49 @@ def test_errors_name_file_object_and_field_and_exit_2(
     ]
 
 
+BUFFERS = """\
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: spare, namespace: apps}
+spec:
+  scalableRef: {apiGroup: apps, kind: Deployment, name: web}
+  percentage: 20
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: broken, namespace: apps}
+spec:
+  podTemplateRef: {name: chunk}
+  limits: {cpu: lots}
+  replicas: -1
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: both, namespace: apps}
+spec:
+  podTemplateRef: {name: chunk}
+  scalableRef: {kind: Deployment, name: web}
+  replicas: 1
+"""
+
+
+def test_capacity_buffers_are_checked_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "buffers.yaml"
+    path.write_text(BUFFERS)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines == [
+        f"{path}: CapacityBuffer/spare: OK",
+        f"{path}: CapacityBuffer/broken: spec.limits.cpu: invalid value 'lots': "
+        "expected a quantity like 500m, 2, 4Gi or 100G",
+        f"{path}: CapacityBuffer/broken: spec.replicas: must be >= 0, got -1",
+        f"{path}: CapacityBuffer/both: spec: You must define either PodTemplateRef or "
+        "ScalableRef, but not both",
+    ]
+
+
 def test_warnings_name_field_and_reason_and_keep_exit_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,7 +209,7 @@ def test_other_kinds_alone_are_skipped_and_valid(
             "apiVersion: karpenter.sh/v1alpha5\nkind: Machine\nmetadata: {name: a}\n",
             "Machine/a: kind: unknown kind 'Machine'; expected one of NodePool "
             "(karpenter.sh/v1), NodeClaim (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), "
-            "NodeOverlay (karpenter.sh/v1alpha1)",
+            "NodeOverlay (karpenter.sh/v1alpha1), CapacityBuffer (autoscaling.x-k8s.io/v1beta1)",
         ),
         # the old kinds are converted (joiner convert); what cannot be is one line
         (

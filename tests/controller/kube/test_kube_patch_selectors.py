@@ -189,7 +189,7 @@ def test_field_values_and_kinds():
 
 def test_registry_serves_the_rendered_crds():
     kinds = {k.kind: k for k in kinds_from_crds(render_crds())}
-    assert set(kinds) == {"NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay"}
+    assert set(kinds) == {"NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay", "CapacityBuffer"}
     assert kinds["NodeOverlay"].api_version == "karpenter.sh/v1alpha1"
     claim = kinds["NodeClaim"]
     assert (claim.api_version, claim.plural, claim.namespaced, claim.status_subresource) == (

@@ -18,6 +18,7 @@ def test_the_examples_are_there():
         "explain-disruption.yaml",
         "explain-pending.yaml",
         "gpu.yaml",
+        "headroom.yaml",
         "limits.yaml",
         "min-values.yaml",
         "node-overlay.yaml",

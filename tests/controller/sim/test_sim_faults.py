@@ -104,7 +104,7 @@ def test_fault_kinds_load():
             {"watch": {"kind": "Deployment", "error": "drop"}},
             "spec.steps[0].fault.watch.kind: must be one of Node, NodeClaim, Pod, NodePool, "
             "EC2NodeClass, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, "
-            "PersistentVolume, StorageClass, CSINode, NodeOverlay",
+            "PersistentVolume, StorageClass, CSINode, NodeOverlay, CapacityBuffer",
         ),
         (
             {"watch": {"kind": "Pod", "error": "reset"}},

@@ -635,14 +635,48 @@ def test_ec2nodeclass_the_api_rejects(scenario_doc):
     assert error_of(scenario_doc) == f"spec.objects[0] (EC2NodeClass/default): {first}"
 
 
+def test_capacity_buffer_and_pod_template_are_checked_as_the_api_server_does(scenario_doc):
+    buffer = {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "spare"},
+        "spec": {
+            "podTemplateRef": {"name": "chunk"},
+            "scalableRef": {"kind": "Deployment", "name": "app"},
+            "replicas": 1,
+        },
+    }
+    template = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "chunk"},
+        "template": {
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}
+        },
+    }
+    scenario_doc["spec"]["objects"].append(buffer)
+    assert error_of(scenario_doc) == (
+        "spec.objects[3] (CapacityBuffer/spare): spec: You must define either PodTemplateRef "
+        "or ScalableRef, but not both"
+    )
+    del buffer["spec"]["scalableRef"]
+    scenario_doc["spec"]["objects"].append(template)
+    assert error_of(scenario_doc) == (
+        "spec.objects[4] (PodTemplate/chunk): template.spec.containers[0].resources.requests."
+        "cpu: invalid quantity 'lots' (expected a number with an optional suffix "
+        "Ki|Mi|Gi|Ti|Pi|Ei, n|u|m|k|M|G|T|P|E or an exponent such as e3)"
+    )
+
+
 def test_unsupported_kind(scenario_doc):
     scenario_doc["spec"]["objects"].append(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     )
     assert error_of(scenario_doc) == (
         "spec.objects[3]: kind: unsupported kind 'ConfigMap' (the simulator emulates NodePool, "
-        "EC2NodeClass, NodeClaim, NodeOverlay, Namespace, Pod, Deployment, ReplicaSet, DaemonSet, "
-        "Job, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass)"
+        "EC2NodeClass, NodeClaim, NodeOverlay, CapacityBuffer, Namespace, Pod, PodTemplate, "
+        "Deployment, ReplicaSet, DaemonSet, Job, PodDisruptionBudget, PersistentVolumeClaim, "
+        "PersistentVolume, StorageClass)"
     )
 
 

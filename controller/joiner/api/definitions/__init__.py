@@ -1,21 +1,24 @@
-"""The NodePool, NodeClaim, EC2NodeClass and NodeOverlay schemas: the one source of truth
-for the CRDs (``joiner.api.crds``), defaulting and validation (``joiner.api.validation``).
+"""The NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer schemas: the one
+source of truth for the CRDs (``joiner.api.crds``), defaulting and validation
+(``joiner.api.validation``).
 
 Each CEL rule sits next to its Python twin and shares its message [SPEC 1].
 
 Layout: ``common`` (shared pieces), ``nodepool`` (NodePool, NodeClaim),
-``ec2nodeclass``, ``nodeoverlay``; this module assembles the served kinds."""
+``ec2nodeclass``, ``nodeoverlay``, ``capacitybuffer``; this module assembles the served kinds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from joiner.api import capacitybuffer as cb
 from joiner.api import ec2nodeclass as ec2
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import nodeoverlay as no
 from joiner.api import nodepool as np
+from joiner.api.definitions.capacitybuffer import capacitybuffer_spec, capacitybuffer_status
 from joiner.api.definitions.ec2nodeclass import ec2nodeclass_spec, ec2nodeclass_status
 from joiner.api.definitions.nodeoverlay import nodeoverlay_spec, nodeoverlay_status
 from joiner.api.definitions.nodepool import (
@@ -27,6 +30,7 @@ from joiner.api.definitions.nodepool import (
 from joiner.api.schema import Schema, free_object, obj, string
 
 __all__ = [
+    "CAPACITYBUFFER",
     "EC2NODECLASS",
     "JOINER_GROUPS",
     "KINDS",
@@ -73,6 +77,8 @@ class Kind:
     printer_columns: tuple[dict[str, Any], ...]
     scale: Scale | None = None
     version: str = "v1"
+    namespaced: bool = False
+    categories: tuple[str, ...] = ("karpenter",)
 
     @property
     def api_version(self) -> str:
@@ -147,5 +153,27 @@ NODEOVERLAY = Kind(
     version=no.VERSION,
 )
 
-KINDS: tuple[Kind, ...] = (NODEPOOL, NODECLAIM, EC2NODECLASS, NODEOVERLAY)
+# Upstream's CRD (SIG Autoscaling's API, which Karpenter ships): namespaced, in the
+# autoscaling category, with its printer columns.
+CAPACITYBUFFER = Kind(
+    group=cb.GROUP,
+    kind=cb.KIND,
+    plural="capacitybuffers",
+    short_names=("cb",),
+    schema=root(capacitybuffer_spec(), capacitybuffer_status()),
+    printer_columns=(
+        _column("Strategy", ".spec.provisioningStrategy"),
+        _column("PodTemplate", ".status.podTemplateRef.name"),
+        _column("Replicas", ".status.replicas", "integer"),
+        _column("ConditionsType", ".status.conditions[*].type"),
+        _column("ConditionsStatus", ".status.conditions[*].status"),
+        _column("ConditionsReason", ".status.conditions[*].reason"),
+        _AGE,
+    ),
+    version=cb.VERSION,
+    namespaced=True,
+    categories=("autoscaling",),
+)
+
+KINDS: tuple[Kind, ...] = (NODEPOOL, NODECLAIM, EC2NODECLASS, NODEOVERLAY, CAPACITYBUFFER)
 JOINER_GROUPS = frozenset(k.group for k in KINDS)

@@ -1,18 +1,23 @@
 """The disruption pass [DISR-2]: every 10 seconds, the first method that finds
 something to do wins: emptiness, drift, multi-node then single-node consolidation.
 Emptiness and consolidation decisions are validated again 15 seconds later before
-the orchestrator carries them out."""
+the orchestrator carries them out.
+
+The CapacityBuffers' chunks count as pods of the nodes that hold them
+(``joiner.buffers.holding``): a node holding chunks is not empty, and goes only where
+the simulation finds their room elsewhere (or in its replacement)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.nodepool import BALANCED, NodePool
+from joiner.buffers.holding import Buffers
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
 from joiner.controllers.disruption import balanced, methods
@@ -75,8 +80,10 @@ class Disruption:
         options: ConsolidationOptions,
         recorder: EventRecorder,
         metrics: Metrics,
+        buffers: Buffers | None = None,
     ) -> None:
         self.state, self.cloud, self.clock = state, cloud, clock
+        self.buffers = buffers
         self.metrics = metrics
         self.recorder = recorder
         self.provisioner, self.orchestrator = provisioner, orchestrator
@@ -191,8 +198,17 @@ class Disruption:
         built = self._built
         if built is None or built[0] != key or now >= built[3]:
             candidates, skipped, until = candidates_until(self.state, self._prices(), now)
-            built = self._built = (key, candidates, skipped, until)
+            built = self._built = (key, self._with_chunks(candidates), skipped, until)
         return built[1], built[2]
+
+    def _with_chunks(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates with the buffer chunks each holds among its pods."""
+        if self.buffers is None or not self.buffers.groups():
+            return candidates
+        held = self.buffers.held_on
+        return [
+            replace(c, pods=[*c.pods, *held(c.name)]) if held(c.name) else c for c in candidates
+        ]
 
     def _budget_activity(self) -> tuple:
         """Which budgets are active now, pool by pool: with the nodes and marks (in the
@@ -369,13 +385,16 @@ class Disruption:
                 if self.state.leaving(sn) or not sn.initialized:
                     continue
                 room[sn.name] = self.state.memo(
-                    ("disruption.free", sn.name), lambda sn=sn: self._unrequested(sn)
+                    ("disruption.free", sn.name, self._chunks_version()),
+                    lambda sn=sn: self._unrequested(sn),
                 )
             self._room, self._room_basis = methods.Rooms.of(room), basis
         return self._room
 
     def _unrequested(self, node: StateNode) -> res.ResourceList:
         pods = self.state.pods_on(node.name)
+        if self.buffers is not None:
+            pods += self.buffers.held_on(node.name)
         requested = occupancy(pods, {}, VolumeCatalog(), slot=("disruption", node.name)).requests
         return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
@@ -406,7 +425,7 @@ class Disruption:
         assert pending is not None
         names = {c.name for c in pending.command.candidates}
         candidates, _ = build_candidates(self.state, self._prices(), self.clock.now())
-        current = [c for c in candidates if c.name in names]
+        current = self._with_chunks([c for c in candidates if c.name in names])
         if len(current) != len(names) or not all(_consolidatable(c) for c in current):
             log.info("disruption invalidated: candidates changed")
             return
@@ -519,7 +538,11 @@ class Disruption:
                 self._offerings_of(self._instance_types(pool.name))
                 for pool in self.provisioner.ready_nodepools()
             )
-        return (self.state.generation, frozenset(self.state.marked_for_deletion), self._offered)
+        marked = frozenset(self.state.marked_for_deletion)
+        return (self.state.generation, marked, self._offered, self._chunks_version())
+
+    def _chunks_version(self) -> int:
+        return self.buffers.version if self.buffers is not None else 0
 
     def _offerings_of(self, types: Sequence[InstanceType]) -> tuple:
         """Every offering of ``types`` as plain values. A provider that hands out the same
@@ -547,6 +570,8 @@ class Disruption:
         pods = [p for c in candidates for p in c.pods] + displaced
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
         snapshot = self.state.snapshot(exclude=exclude)
+        if self.buffers is not None:
+            snapshot = self.buffers.with_held(snapshot)
         pools = self.provisioner.ready_nodepools()
         types = {pool.name: self._instance_types(pool.name) for pool in pools}
         plan = solve(pods, pools, types, snapshot)

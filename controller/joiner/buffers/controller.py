@@ -1,0 +1,182 @@
+"""The CapacityBuffer controller: resolves each buffer, writes its status, and asks the
+provisioner for capacity when some chunk is not held.
+
+Per buffer (key ``namespace/name``): the resolution (``joiner.buffers.resolution``) and
+the status as the API defines it: ``replicas`` (the chunks it resolved to),
+``podTemplateRef`` and ``podTemplateGeneration`` (for a podTemplateRef buffer),
+``provisioningStrategy``, and two conditions:
+
+- ``ReadyForProvisioning``: True (``AttributesSetSuccessfully``) once resolved, else False
+  with why (``PodTemplateNotFound``, ``ScalableNotFound``, ``NoSize``...).
+- ``Provisioning``: True (``CapacityHeld``) when the cluster holds every chunk, else False
+  with why: ``PoolLimitReached`` (a NodePool's limits), ``NoOffering`` (no instance type
+  or offering fits a chunk), ``NoNodePool``, ``Unschedulable`` (another constraint), or
+  ``Pending`` (capacity not asked for yet).
+
+A buffer is resolved again every ``RESYNC`` seconds, so one that follows a workload by
+percentage follows its scaling. The ``HOLD_KEY`` pass checks where the chunks are held
+after pods or nodes changed, and asks for a provisioning pass when some are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from joiner.api import conditions as cond
+from joiner.api.capacitybuffer import KIND, CapacityBuffer
+from joiner.buffers.chunks import buffer_of
+from joiner.buffers.holding import Buffers, Placement
+from joiner.buffers.resolution import Resolved, Unresolved, resolve
+from joiner.clock import Clock
+from joiner.controllers.runtime import NOT_SYNCED, Result
+from joiner.kube.api import Conflict, KubeAPI, NotFound
+from joiner.scheduling import model as m
+from joiner.scheduling.model import pod_key
+from joiner.state.cluster import ClusterState, with_own_status
+
+HOLD_KEY = "hold"  # the pass over every buffer's chunks (not a buffer: no "/")
+RESYNC = 15.0  # seconds between resolutions of a buffer (a workload's replicas change)
+HOLD_RESYNC = 30.0  # seconds between hold passes when nothing asked for one
+# A chunk the last provisioning pass could not place is tried again after this long,
+# not on every pod event (a pool at its limit stays there until something changes).
+RETRY_UNPLACEABLE = 60.0
+
+READY = "ReadyForProvisioning"
+PROVISIONING = "Provisioning"
+RESOLVED = "AttributesSetSuccessfully"
+HELD = "CapacityHeld"
+PENDING = "Pending"
+# A chunk's unplaceable constraint -> the Provisioning reason.
+UNPLACEABLE_REASONS = {
+    m.POOL_LIMITS: "PoolLimitReached",
+    m.RESOURCES: "NoOffering",  # no instance type has the room
+    m.NO_INSTANCE_TYPE: "NoOffering",
+    m.NO_OFFERING: "NoOffering",
+    m.NO_NODEPOOL: "NoNodePool",
+}
+UNSCHEDULABLE = "Unschedulable"
+
+
+class BufferController:
+    name = "capacitybuffer"
+
+    def __init__(
+        self,
+        kube: KubeAPI,
+        state: ClusterState,
+        clock: Clock,
+        buffers: Buffers,
+        request_capacity: Callable[[], None],
+        enqueue: Callable[[str], None],
+    ) -> None:
+        self.kube, self.state, self.clock, self.buffers = kube, state, clock, buffers
+        self.request_capacity = request_capacity  # opens a provisioning batch
+        self.enqueue = enqueue  # a key of this controller
+        self._asked_at = float("-inf")  # when capacity was last asked for
+
+    def reconcile(self, key: str) -> Result:
+        if key == HOLD_KEY:
+            return self._hold()
+        raw = self.state.objects[KIND].get(key)
+        if raw is None:
+            if self.buffers.set(key, None):
+                self.enqueue(HOLD_KEY)
+            return Result()
+        buffer = CapacityBuffer.from_dict(raw)
+        resolution = resolve(buffer, self._get)
+        if self.buffers.set(key, resolution):
+            self.enqueue(HOLD_KEY)
+        self._write(raw, resolution, self.buffers.placement())
+        return Result(requeue_after=RESYNC)
+
+    def _get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
+        return self.kube.get(kind, name, namespace)
+
+    # --- holding ---------------------------------------------------------------------
+
+    def _hold(self) -> Result:
+        if not self.buffers.resolutions:
+            return Result()  # a buffer's first resolution asks for the next pass
+        if not self.state.synced:
+            return NOT_SYNCED
+        placement = self.buffers.placement()
+        now = self.clock.now()
+        if placement.unheld and self._should_ask(now):
+            self._asked_at = now
+            self.request_capacity()
+        for key, resolution in self.buffers.resolutions.items():
+            raw = self.state.objects[KIND].get(key)
+            if raw is not None:
+                self._write(raw, resolution, placement)
+        return Result(requeue_after=HOLD_RESYNC)
+
+    def _should_ask(self, now: float) -> bool:
+        """Not while capacity launched for chunks is on its way; chunks the last pass
+        could not place only once ``RETRY_UNPLACEABLE`` has passed."""
+        if self.buffers.awaiting_launch(now):
+            return False
+        return self.buffers.waiting() > 0 or now - self._asked_at >= RETRY_UNPLACEABLE
+
+    # --- status ----------------------------------------------------------------------
+
+    def _write(
+        self, raw: dict[str, Any], resolution: Resolved | Unresolved, placement: Placement
+    ) -> None:
+        obj = with_own_status(raw)
+        status = obj["status"]
+        before = dict(status, conditions=[dict(c) for c in status.get("conditions") or ()])
+        status["provisioningStrategy"] = resolution.buffer.strategy
+        conditions = status.setdefault("conditions", [])
+        now, generation = self.clock.now(), resolution.buffer.generation
+        if isinstance(resolution, Unresolved):
+            for field in ("replicas", "podTemplateRef", "podTemplateGeneration"):
+                status.pop(field, None)
+            cond.set_condition(
+                conditions,
+                READY,
+                cond.FALSE,
+                now,
+                resolution.reason,
+                resolution.message,
+                generation,
+            )
+            cond.remove_condition(conditions, PROVISIONING)
+        else:
+            self._resolved_status(status, resolution)
+            cond.set_condition(conditions, READY, cond.TRUE, now, RESOLVED, "", generation)
+            reason, message = self._provisioning(resolution, placement)
+            held = cond.TRUE if reason == HELD else cond.FALSE
+            cond.set_condition(conditions, PROVISIONING, held, now, reason, message, generation)
+        if status == before:
+            return
+        try:
+            self.kube.update_status(obj)
+        except (Conflict, NotFound):  # a newer version's event brings another pass
+            return
+
+    @staticmethod
+    def _resolved_status(status: dict[str, Any], resolution: Resolved) -> None:
+        status["replicas"] = resolution.replicas
+        if resolution.pod_template is None:
+            status.pop("podTemplateRef", None)
+            status.pop("podTemplateGeneration", None)
+            return
+        status["podTemplateRef"] = {"name": resolution.pod_template}
+        if resolution.template_generation is not None:
+            status["podTemplateGeneration"] = resolution.template_generation
+
+    def _provisioning(self, resolution: Resolved, placement: Placement) -> tuple[str, str]:
+        """The Provisioning reason and message: held, or why not."""
+        key = resolution.buffer.key
+        held = placement.held(key)
+        wanted = resolution.replicas
+        if held >= wanted:
+            return HELD, f"{wanted} of {wanted} chunks held"
+        counted = f"{held} of {wanted} chunks held"
+        for pod in placement.unheld:
+            why = self.buffers.unplaceable.get(pod_key(pod))
+            if buffer_of(pod) == key and why is not None:
+                reason = UNPLACEABLE_REASONS.get(why.constraint, UNSCHEDULABLE)
+                return reason, f"{counted}; {why.message}"
+        return PENDING, counted

@@ -1,0 +1,8 @@
+"""The operator rig of the controller tests (``ctl_harness``): one copy, imported from there."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controllers"))
