@@ -28,6 +28,9 @@ Get = Callable[[str, str, str], dict[str, Any]]
 SCALABLE_KINDS = frozenset(
     {("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")}
 )
+POD_TEMPLATE = "PodTemplate"  # what a podTemplateRef names
+# Every kind a resolution may get (what a reader of the buffers must be able to read).
+READ_KINDS = (POD_TEMPLATE, *sorted(kind for _, kind in SCALABLE_KINDS))
 
 # Reasons of a buffer that resolves to nothing (ReadyForProvisioning False).
 UNSUPPORTED_STRATEGY = "UnsupportedStrategy"
@@ -75,7 +78,7 @@ def _from_pod_template(buffer: CapacityBuffer, get: Get) -> Resolved | Unresolve
     name = buffer.pod_template
     assert name is not None
     try:
-        template = get("PodTemplate", name, buffer.namespace)
+        template = get(POD_TEMPLATE, name, buffer.namespace)
     except NotFound:
         message = f"spec.podTemplateRef.name: no PodTemplate {name!r} in {buffer.namespace}"
         return Unresolved(buffer, TEMPLATE_NOT_FOUND, message)

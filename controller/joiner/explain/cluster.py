@@ -1,8 +1,10 @@
 """The controller's own state, solver and disruption pass over a ``Snapshot``.
 
-The objects go into a ``ClusterState`` as watch events would; a ``Provisioner`` and a
-``Disruption`` are built on it exactly as the operator builds them, with a cloud
-provider that answers with the snapshot's instance types. Nothing here writes: the
+The objects go into a ``ClusterState`` as watch events would; each CapacityBuffer is
+resolved from the snapshot's PodTemplates and workloads into ``Buffers`` as the buffer
+controller resolves it; a ``Provisioner`` and a ``Disruption`` are built on them exactly
+as the operator builds them, with a cloud provider that answers with the snapshot's
+instance types. Nothing here writes: the
 Kubernetes API they are given is an empty in-memory one no answer reads back.
 """
 
@@ -11,7 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 
+from joiner.api.capacitybuffer import KIND as CAPACITY_BUFFER
+from joiner.api.capacitybuffer import CapacityBuffer
 from joiner.api.nodepool import NodePool
+from joiner.buffers.holding import Buffers
+from joiner.buffers.resolution import resolve
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.cloudprovider.types import InstanceType
@@ -52,7 +58,10 @@ class Cluster:
         self._ctx = ControllerContext(
             kube, self.state, self.cloud, self.clock, EventRecorder(kube, self.clock), Metrics()
         )
-        self.provisioner = Provisioner(self._ctx)
+        self.buffers = Buffers(self.state)
+        for key, raw in self.state.objects[CAPACITY_BUFFER].items():
+            self.buffers.set(key, resolve(CapacityBuffer.from_dict(raw), snapshot.get))
+        self.provisioner = Provisioner(self._ctx, buffers=self.buffers)
 
     @cached_property
     def disruption(self) -> Disruption:
@@ -66,6 +75,7 @@ class Cluster:
             ConsolidationOptions(spot_to_spot=self.snapshot.spot_to_spot),
             self._ctx.recorder,
             self._ctx.metrics,
+            self.buffers,
         )
 
     @cached_property

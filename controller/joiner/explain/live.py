@@ -23,10 +23,20 @@ from joiner.settings import Settings, SettingsError
 READ_ONLY_RULES = [
     {
         "apiGroups": [""],
-        "resources": ["nodes", "pods", "persistentvolumeclaims", "persistentvolumes"],
+        "resources": [
+            "nodes",
+            "pods",
+            "persistentvolumeclaims",
+            "persistentvolumes",
+            "podtemplates",
+        ],
         "verbs": ["list"],
     },
-    {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["daemonsets", "deployments", "replicasets", "statefulsets"],
+        "verbs": ["list"],
+    },
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]},
     {
         "apiGroups": ["storage.k8s.io"],
@@ -39,6 +49,7 @@ READ_ONLY_RULES = [
         "verbs": ["list"],
     },
     {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["list"]},
+    {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["capacitybuffers"], "verbs": ["list"]},
 ]
 
 # The cluster's objects -> the instance types of each NodePool, by its name.

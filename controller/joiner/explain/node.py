@@ -6,7 +6,9 @@ offering the NodeClaim's requirements allow, cheapest first (the order the launc
 them in). The disruption answer is the controller's own pass, run on the snapshot: the
 candidates (``build_candidates``: do-not-disrupt, PDBs) and the decision with the reason
 each node was passed over; each method's budget comes from the pool's budgets now; the
-replacement is where the pass's simulation would put the node's pods.
+replacement is where the pass's simulation would put the node's pods. The CapacityBuffer
+chunks a node holds count among its pods, as the pass counts them: a node holding only
+chunks is kept for its buffers, not empty.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api.duration import format_duration
 from joiner.api.nodepool import NodePool
+from joiner.buffers.chunks import buffer_of
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.expiration import expiry
@@ -69,6 +72,7 @@ class NodeAnswer:
     capacity_type: str | None
     price: float | None
     alternatives: list[Offer] = field(default_factory=list)
+    buffer_chunks: dict[str, int] = field(default_factory=dict)  # buffer -> chunks held here
     disrupted_now: str | None = None  # the pass's command when it takes this node
     blocked: str | None = None  # why no voluntary method may take it
     passed_over: str | None = None  # why the pass did not take it
@@ -84,6 +88,9 @@ class NodeAnswer:
         if self.alternatives:
             out.append("  compatible offerings, cheapest first:")
             out += [f"    {offer.describe()}" for offer in self.alternatives]
+        if self.buffer_chunks:
+            held = ", ".join(f"{key} {count}" for key, count in self.buffer_chunks.items())
+            out.append(f"  buffer chunks held: {held}")
         out.append(f"  disrupted now: {self.disrupted_now or 'no'}")
         if self.blocked:
             out.append(f"  blocked: {self.blocked}")
@@ -135,6 +142,7 @@ def _explain(cluster: Cluster, sn: StateNode) -> NodeAnswer:
         capacity_type=labels.get(wk.CAPACITY_TYPE),
         price=prices.get(sn.name),
         alternatives=_alternatives(cluster, sn, pool),
+        buffer_chunks=_buffer_chunks(cluster, sn),
     )
     if pool is None or not sn.managed:
         answer.passed_over = "not a NodePool's node: Joiner does not disrupt it"
@@ -164,6 +172,15 @@ def _alternatives(cluster: Cluster, sn: StateNode, pool: NodePool | None) -> lis
     shown = offers[:ALTERNATIVES_SHOWN]
     shown += [o for o in offers[ALTERNATIVES_SHOWN:] if o.chosen]
     return shown
+
+
+def _buffer_chunks(cluster: Cluster, sn: StateNode) -> dict[str, int]:
+    """The chunks of each buffer the node holds (namespace/name -> count), by name."""
+    counts: dict[str, int] = {}
+    for chunk in cluster.buffers.held_on(sn.name):
+        key = buffer_of(chunk) or ""
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _disruption(cluster: Cluster, sn: StateNode, pool: NodePool, answer: NodeAnswer) -> None:
@@ -205,6 +222,10 @@ def _emptiness(
     pods = len(cluster.state.reschedulable_pods([sn.name]))
     if pods:
         return Method("emptiness", False, f"{pods} pod(s) would have to move", budget)
+    chunks = len(cluster.buffers.held_on(sn.name))
+    if chunks:
+        why = f"not empty: it holds {chunks} CapacityBuffer chunk(s)"
+        return Method("emptiness", False, why, budget)
     why = _consolidatable(sn, pool) or "empty"
     return Method("emptiness", why == "empty", why, budget)
 

@@ -1,6 +1,6 @@
 """``joiner explain nodepool NAME``: its limits (used / allowed), its disruption budgets
-now (what each reason may disrupt, from the controller's budget rule), and drift (which
-of its NodeClaims drifted, and why)."""
+now (what each reason may disrupt, from the controller's budget rule), drift (which
+of its NodeClaims drifted, and why), and its CapacityBuffers (``explain.buffers``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from joiner.api.conditions import get_condition
 from joiner.api.nodepool import NodePool
 from joiner.controllers.disruption.budgets import DRIFTED, EMPTY, UNDERUTILIZED, budget_active
 from joiner.explain.answer import NotFoundError
+from joiner.explain.buffers import BufferNow, pool_buffers
 from joiner.explain.cluster import Cluster
 
 REASONS = (EMPTY, DRIFTED, UNDERUTILIZED)
@@ -41,6 +42,7 @@ class NodePoolAnswer:
     budgets: list[BudgetNow] = field(default_factory=list)
     allowed_now: dict[str, int] = field(default_factory=dict)  # reason -> disruptions
     drifted: dict[str, str] = field(default_factory=dict)  # nodeclaim -> drift reason
+    buffers: list[BufferNow] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [
@@ -66,6 +68,9 @@ class NodePoolAnswer:
             out += [f"    {name}: {why}" for name, why in self.drifted.items()]
         else:
             out.append("  drifted: none")
+        if self.buffers:  # only where CapacityBuffers are used
+            out.append("  buffers (chunks wanted / held):")
+            out += [f"    {buffer.describe()}" for buffer in self.buffers]
         return out
 
 
@@ -91,6 +96,7 @@ def explain_nodepool(cluster: Cluster, name: str) -> NodePoolAnswer:
         ],
         allowed_now={reason: cluster.disruption.allowed(name, reason) for reason in REASONS},
         drifted=drifted,
+        buffers=pool_buffers(cluster, pool),
     )
 
 
