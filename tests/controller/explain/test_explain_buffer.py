@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from explain_scenarios import explain_json
+from explain_scenarios import EXAMPLES, cluster_at, explain_json
 from joiner.explain.cluster import Cluster
 from joiner.explain.node import explain_node
 from joiner.explain.nodepool import explain_nodepool
@@ -125,3 +125,22 @@ def test_a_pending_pod_is_answered_as_if_the_chunks_were_not_there() -> None:
     objects = [o for o in arrived.objects if o["kind"] != "CapacityBuffer"]
     without = Cluster(Snapshot(objects, arrived.now, arrived.instance_types))
     assert explain_pod(without, "default/web") == answer
+
+
+def test_the_docs_show_the_headroom_answers_as_they_are() -> None:
+    """examples/headroom.yaml at its end: the pool, and a node holding chunks only (one
+    of web-spare's, the older buffer's)."""
+    headroom = cluster_at("headroom.yaml")
+    (node,) = [
+        sn.name
+        for sn in headroom.state.state_nodes()
+        if not headroom.state.pods_on(sn.name)
+        and "default/web-spare" in explain_node(headroom, sn.name).buffer_chunks
+    ]
+    pool = "```\n" + "\n".join(explain_nodepool(headroom, "default").lines()) + "\n```"
+    docs = EXAMPLES.parent / "docs"
+    assert pool in (docs / "headroom.md").read_text()
+    explain = (docs / "explain.md").read_text()
+    assert pool in explain
+    assert "```\n" + "\n".join(explain_node(headroom, node).lines()) + "\n```" in explain
+    assert f"joiner explain node {node} --simulate examples/headroom.yaml" in explain
