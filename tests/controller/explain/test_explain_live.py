@@ -6,6 +6,7 @@ digest: the NodePools of parallel tests never collide, and answers are read for 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,7 +52,7 @@ def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch, namespace: str) -> str:
 @pytest.fixture
 def live(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """Two NodePools (one tainted, one of small types only) of a Ready EC2NodeClass, a pod
-    no node takes, and a read-only kubeconfig."""
+    no node takes, a CapacityBuffer of a PodTemplate, and a read-only kubeconfig."""
     control_plane.install_crds(render_crds())
     kube = control_plane.admin_kube()
     tag = namespace[-8:]
@@ -91,6 +92,8 @@ def live(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterato
             )
         )
         create_unschedulable(kube, pod("big", "6", "1Gi", namespace=namespace))
+        for obj in _buffer(namespace, tag):  # namespaced: they go with the namespace
+            kube.create(obj)
         yield {
             "tag": tag,
             "kubeconfig": control_plane.cluster_role_kubeconfig(
@@ -127,6 +130,52 @@ def test_a_pending_pod_on_a_live_cluster_read_only(
         f"  nodepool {tag}-gpu: taints: did not tolerate taint "
         f"(taint=dedicated=gpu:NoSchedule), nodepool={tag}-gpu",
     ]
+
+
+def _buffer(namespace: str, tag: str) -> list[dict[str, Any]]:
+    """A PodTemplate whose pods only the tiny pool's nodes take, and a buffer of 2 chunks."""
+    chunk = pod("chunk", "100m", "128Mi", namespace, nodeSelector={wk.NODEPOOL: f"{tag}-tiny"})
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": "chunk", "namespace": namespace},
+            "template": {"metadata": {"labels": {"app": "chunk"}}, "spec": chunk["spec"]},
+        },
+        {
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+            "kind": "CapacityBuffer",
+            "metadata": {"name": "spare", "namespace": namespace},
+            "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 2},
+        },
+    ]
+
+
+def test_a_buffer_is_resolved_from_the_live_pod_template_read_only(
+    live: dict[str, Any], aws: str, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its chunks are wanted of the tiny pool (no node holds them; no controller has
+    written the buffer's status); the tainted pool, whose taint they do not tolerate,
+    does not list it."""
+    tag, kubeconfig = live["tag"], str(live["kubeconfig"])
+    answers = {}
+    for pool in ("tiny", "gpu"):
+        args = ["explain", "nodepool", f"{tag}-{pool}", "--kubeconfig", kubeconfig, "-o", "json"]
+        assert main(args) == 0
+        buffers = json.loads(capsys.readouterr().out)["buffers"]
+        answers[pool] = [b for b in buffers if b["buffer"].startswith(f"{namespace}/")]
+    assert answers == {
+        "tiny": [
+            {
+                "buffer": f"{namespace}/spare",
+                "wanted": 2,
+                "held": 0,
+                "held_here": 0,
+                "provisioning": None,
+            }
+        ],
+        "gpu": [],
+    }
 
 
 def test_a_role_without_a_rule_is_refused_and_the_list_named(
