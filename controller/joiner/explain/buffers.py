@@ -1,8 +1,9 @@
 """The CapacityBuffers of a NodePool, for ``joiner explain nodepool``: each buffer with
 chunks held on the pool's nodes, or with chunks nothing holds that the pool could launch
 for (the solver, asked to launch for one chunk with the pool alone, refuses it for no
-taint or requirement of the pool). Held is where the controller's own placement puts the chunks
-now (``Buffers.placement``); the Provisioning condition is the one the controller wrote.
+taint or requirement of the pool). Held is where the controller's own placement puts
+the chunks now (``Buffers.placement``); the Provisioning condition is the one the
+controller wrote.
 """
 
 from __future__ import annotations

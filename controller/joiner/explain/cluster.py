@@ -4,8 +4,8 @@ The objects go into a ``ClusterState`` as watch events would; each CapacityBuffe
 resolved from the snapshot's PodTemplates and workloads into ``Buffers`` as the buffer
 controller resolves it; a ``Provisioner`` and a ``Disruption`` are built on them exactly
 as the operator builds them, with a cloud provider that answers with the snapshot's
-instance types. Nothing here writes: the
-Kubernetes API they are given is an empty in-memory one no answer reads back.
+instance types. Nothing here writes: the Kubernetes API they are given is an empty
+in-memory one no answer reads back.
 """
 
 from __future__ import annotations
