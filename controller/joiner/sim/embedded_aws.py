@@ -50,7 +50,11 @@ from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue, TypeSettings, type_shape
 from joiner.cloudprovider.aws.pricing import PricingProvider
-from joiner.cloudprovider.aws.provider import AWSCloudProvider, instance_id_of
+from joiner.cloudprovider.aws.provider import (
+    AWSCloudProvider,
+    instance_capacity_type,
+    instance_id_of,
+)
 from joiner.infra.callaudit import BotoResourceFacts, CallAudit
 from joiner.infra.iam import ControllerPolicyParams, controller_policy
 from joiner.sim.cloud import StaticNodeFacts
@@ -189,11 +193,7 @@ class EmbeddedAWS:
             instance = self.provider.describe_instance(instance_id_of(provider_id))
             if instance is None:
                 return None
-            capacity_type = (
-                wk.CAPACITY_TYPE_SPOT
-                if instance.get("InstanceLifecycle") == "spot"
-                else wk.CAPACITY_TYPE_ON_DEMAND
-            )
+            capacity_type = instance_capacity_type(instance)
             info = self.catalogue.infos()[instance["InstanceType"]]
             zone = instance["Placement"]["AvailabilityZone"]
             self._prices[provider_id] = self.provider.pricing.price(info, capacity_type, zone)

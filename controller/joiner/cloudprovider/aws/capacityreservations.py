@@ -121,6 +121,7 @@ class ReservationLedger:
         self._taken: dict[int, str] = {}  # launch (seq it began at) -> reservation
         self._done: list[tuple[int, str]] = []  # (seq it ended at, reservation)
         self._generation = 0
+        self._open: frozenset[str] = frozenset()  # reservations with a free slot
 
     def token(self) -> int:
         with self._lock:
@@ -130,12 +131,11 @@ class ReservationLedger:
     def sync(self, counts: Mapping[str, int], token: int) -> None:
         with self._lock:
             self._done = [(seq, r) for seq, r in self._done if seq > token]
-            before = dict(self._counts)
             for reservation_id, count in counts.items():
                 self._counts[reservation_id] = count - sum(
                     1 for _, r in self._done if r == reservation_id
                 )
-            self._changed(before)
+            self._touch()
 
     def available(self, reservation_id: str) -> int:
         with self._lock:
@@ -154,7 +154,7 @@ class ReservationLedger:
                     self._seq += 1
                     self._taken[self._seq] = reservation_id
                     taken[reservation_id] = self._seq
-            self._generation += 1
+            self._touch()
             return taken
 
     def settle(self, taken: Mapping[str, int], launched: str | None) -> None:
@@ -167,26 +167,29 @@ class ReservationLedger:
                     self._seq += 1
                     self._done.append((self._seq, reservation_id))
                     self._counts[reservation_id] = self._counts.get(reservation_id, 0) - 1
-            self._generation += 1
+            self._touch()
 
     def exhausted(self, reservation_id: str) -> None:
         """EC2 said the reservation is full: no slot until the next resolution."""
         with self._lock:
             self._counts[reservation_id] = 0
-            self._generation += 1
+            self._touch()
 
     def released(self, reservation_id: str) -> None:
         """An instance in the reservation was terminated: its slot is free again."""
         with self._lock:
             if reservation_id in self._counts:
                 self._counts[reservation_id] += 1
-                self._generation += 1
+                self._touch()
 
     @property
     def generation(self) -> int:
-        """Changes whenever a count may have."""
+        """Changes whenever a reservation gains its first free slot or loses its last (what
+        the offerings' availability reads)."""
         return self._generation
 
-    def _changed(self, before: Mapping[str, int]) -> None:
-        if before != self._counts:
+    def _touch(self) -> None:
+        open_now = frozenset(r for r in self._counts if self._free(r) > 0)
+        if open_now != self._open:
+            self._open = open_now
             self._generation += 1

@@ -7,14 +7,29 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aws_moto_seed import CLUSTER_INFO_KWARGS, Env, nodeclass_dict
+import pytest
+from aws_moto_seed import (
+    CLUSTER_INFO_KWARGS,
+    Env,
+    Stand,
+    make_stand,
+    nodeclaim_dict,
+    nodeclass_dict,
+)
 from joiner.api import conditions as cond
 from joiner.api import ec2nodeclass as api
+from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.api.nodeclaim import NodeClaim
+from joiner.api.requirements import Requirements
 from joiner.clock import FakeClock
 from joiner.cloudprovider.aws.capacityreservations import ReservationLedger
 from joiner.cloudprovider.aws.cluster import ClusterInfo
+from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, is_ready
+from joiner.cloudprovider.aws.pricing import RESERVED_PRICE_DIVISOR, PricingProvider
+from joiner.cloudprovider.types import InsufficientCapacityError
+from joiner.sim.moto_reservations import add_capacity_block
 from moto.core import DEFAULT_ACCOUNT_ID
 
 FIELD = "capacityReservationSelectorTerms"
@@ -195,3 +210,154 @@ def test_exhaustion_and_termination_move_the_count() -> None:
     ledger.released("cr-1")
     assert ledger.available("cr-1") == 1
     assert ledger.available("cr-unknown") == 0
+
+
+# --- offerings and launches ------------------------------------------------------------
+
+M5 = {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}
+RESERVED_OR_ON_DEMAND = {
+    "key": wk.CAPACITY_TYPE,
+    "operator": "In",
+    "values": ["reserved", "on-demand"],
+}
+
+
+@pytest.fixture
+def stand(env: Env, catalogue: InstanceTypeCatalogue, pricing: PricingProvider) -> Stand:
+    return make_stand(env, catalogue, pricing)
+
+
+def claim(name: str, *requirements: dict[str, Any]) -> NodeClaim:
+    return NodeClaim.from_dict(nodeclaim_dict(name, [M5, *requirements]))
+
+
+def launched_in(env: Env, nodeclaim: NodeClaim) -> str | None:
+    instance_id = nodeclaim.status.provider_id.rsplit("/", 1)[-1]
+    described = env.clients.ec2.describe_instances(InstanceIds=[instance_id])
+    return described["Reservations"][0]["Instances"][0].get("CapacityReservationId")
+
+
+def available(env: Env, reservation_id: str) -> int:
+    described = env.clients.ec2.describe_capacity_reservations(
+        CapacityReservationIds=[reservation_id]
+    )
+    return described["CapacityReservations"][0]["AvailableInstanceCount"]
+
+
+def reservation_labels(nodeclaim: NodeClaim) -> dict[str, str]:
+    keys = (wk.CAPACITY_TYPE, wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE)
+    return {k: nodeclaim.labels[k] for k in keys if k in nodeclaim.labels}
+
+
+def test_a_reservation_is_an_offering_next_to_free(stand: Stand, env: Env) -> None:
+    reservation = reserve(env, count=1)
+    nodeclass = stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    [m5] = [it for it in stand.provider.instance_types_for(nodeclass) if it.name == "m5.large"]
+    [reserved] = [o for o in m5.offerings if o.capacity_type == "reserved"]
+    on_demand = next(
+        o for o in m5.offerings if (o.capacity_type, o.zone) == ("on-demand", "us-east-1a")
+    )
+    assert (reserved.zone, reserved.reservation_id, reserved.available) == (
+        "us-east-1a",
+        reservation,
+        True,
+    )
+    assert reserved.price == pytest.approx(on_demand.price / RESERVED_PRICE_DIVISOR)
+    assert m5.requirements.get_requirement(wk.CAPACITY_RESERVATION_ID).values == {reservation}
+    c5 = next(it for it in stand.provider.instance_types_for(nodeclass) if it.name == "c5.large")
+    assert "reserved" not in {o.capacity_type for o in c5.offerings}
+    wants_block = Requirements.from_node_selector_requirements(
+        [{"key": wk.CAPACITY_RESERVATION_TYPE, "operator": "In", "values": ["capacity-block"]}]
+    )
+    assert m5.compatible_offerings(wants_block) == []
+
+
+def test_the_reservation_is_filled_first_then_on_demand(stand: Stand, env: Env) -> None:
+    reservation = reserve(env, count=1)
+    stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    first = stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND))
+    assert reservation_labels(first) == {
+        wk.CAPACITY_TYPE: "reserved",
+        wk.CAPACITY_RESERVATION_ID: reservation,
+        wk.CAPACITY_RESERVATION_TYPE: "default",
+    }
+    assert launched_in(env, first) == reservation
+    request = stand.fleets.requests[-1]
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    template = request["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]
+    versions = env.clients.ec2.describe_launch_template_versions(
+        LaunchTemplateName=template["LaunchTemplateName"]
+    )
+    data = versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": reservation}
+    }
+    assert available(env, reservation) == 0
+
+    second = stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND))
+    assert reservation_labels(second) == {wk.CAPACITY_TYPE: "on-demand"}
+    assert launched_in(env, second) is None
+    assert len(stand.fleets.requests) == 2  # no launch was tried into the full reservation
+
+
+def test_a_pool_without_reserved_never_uses_the_reservation(stand: Stand, env: Env) -> None:
+    reservation = reserve(env, count=1)
+    stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    on_demand_only = {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
+    launched = stand.provider.create(claim("default-1", on_demand_only))
+    assert reservation_labels(launched) == {wk.CAPACITY_TYPE: "on-demand"}
+    assert available(env, reservation) == 1
+
+
+def test_exhaustion_ec2_reports_falls_back_on_the_next_launch(stand: Stand, env: Env) -> None:
+    """The class resolved a free slot that someone else then took: EC2 answers
+    ReservationCapacityExceeded, the launch fails as insufficient capacity, and the next
+    one goes on-demand without trying the reservation again."""
+    reservation = reserve(env, count=1)
+    stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    outsider = stand.provider.create(claim("outside-1", RESERVED_OR_ON_DEMAND))
+    stand.provider.reservations.released(reservation)  # as if the ledger had not seen it
+    assert stand.provider.reservations.available(reservation) == 1
+    with pytest.raises(InsufficientCapacityError, match="ReservationCapacityExceeded"):
+        stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND))
+    assert stand.provider.reservations.available(reservation) == 0
+    fallback = stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND))
+    assert reservation_labels(fallback) == {wk.CAPACITY_TYPE: "on-demand"}
+    assert launched_in(env, outsider) == reservation
+
+
+def test_deleting_a_reserved_node_frees_its_slot(stand: Stand, env: Env) -> None:
+    reservation = reserve(env, count=1)
+    stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    launched = stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND))
+    [listed] = stand.provider.list()
+    assert reservation_labels(listed) == reservation_labels(launched)
+    stand.provider.delete(launched)
+    assert stand.provider.reservations.available(reservation) == 1
+    assert available(env, reservation) == 1
+    again = stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND))
+    assert launched_in(env, again) == reservation
+
+
+def test_a_capacity_block_is_launched_as_one(stand: Stand, env: Env) -> None:
+    end = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=12)
+    block = add_capacity_block(DEFAULT_ACCOUNT_ID, "us-east-1", "m5.large", "us-east-1b", 1, end)
+    stand.add_nodeclass(**{FIELD: [{"id": block}]})
+    wants_block = {
+        "key": wk.CAPACITY_RESERVATION_TYPE,
+        "operator": "In",
+        "values": ["capacity-block"],
+    }
+    launched = stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND, wants_block))
+    assert reservation_labels(launched) == {
+        wk.CAPACITY_TYPE: "reserved",
+        wk.CAPACITY_RESERVATION_ID: block,
+        wk.CAPACITY_RESERVATION_TYPE: "capacity-block",
+    }
+    template = stand.fleets.requests[-1]["LaunchTemplateConfigs"][0]
+    name = template["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    versions = env.clients.ec2.describe_launch_template_versions(LaunchTemplateName=name)
+    data = versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    with pytest.raises(InsufficientCapacityError):  # the block is full; nothing else fits
+        stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND, wants_block))
