@@ -15,8 +15,11 @@ alike, the calls the controller and the tests make, answered as EC2 answers them
   and carries ``CapacityReservationId``;
 - ``TerminateInstances`` gives the slot back.
 
-Reservations live on moto's EC2 backend (a moto reset drops them). Capacity Blocks are
-bought, not created; ``add_capacity_block`` seeds one as the cloud's own doing.
+Reservations live on moto's EC2 backend (a moto reset drops them). ``add_reservation``
+seeds one as the cloud's own doing (with a chosen id, or as a Capacity Block, which EC2
+sells rather than creates), and ``hold_outside`` fills a reservation's free slots with
+instances outside the cluster (another team's launches), as the simulator's capacity
+outages do.
 """
 
 from __future__ import annotations
@@ -49,11 +52,11 @@ FILTERS = (
 @dataclass
 class CapacityReservation:
     id: str
-    owner_id: str
-    region: str
     instance_type: str
     zone: str
     total: int
+    owner_id: str = ""  # set by add_reservation
+    region: str = ""
     match_criteria: str = "open"
     reservation_type: str = "default"
     end: datetime | None = None
@@ -61,10 +64,13 @@ class CapacityReservation:
     tags: dict[str, str] = field(default_factory=dict)
     instances: set[str] = field(default_factory=set)
     created: datetime = field(default_factory=utcnow)
+    outside: int = 0  # slots used by instances outside the cluster
 
     @property
     def available(self) -> int:
-        return max(0, self.total - len(self.instances)) if self.state == "active" else 0
+        if self.state != "active":
+            return 0
+        return max(0, self.total - len(self.instances) - self.outside)
 
     def describe(self) -> dict[str, Any]:
         arn = f"arn:aws:ec2:{self.region}:{self.owner_id}:capacity-reservation/{self.id}"
@@ -113,40 +119,26 @@ def reservations(backend: Any) -> dict[str, CapacityReservation]:
     return backend.__dict__.setdefault(RESERVATIONS_ATTRIBUTE, {})
 
 
-def add_capacity_block(
-    account_id: str, region: str, instance_type: str, zone: str, count: int, end: datetime
-) -> str:
-    """A Capacity Block (bought through EC2's offerings, which moto lacks), active now."""
-    reservation = _new_reservation(
-        account_id, region, instance_type, zone, count, "targeted", end, {}
-    )
-    reservation.reservation_type = "capacity-block"
+def add_reservation(account_id: str, region: str, reservation: CapacityReservation) -> str:
+    """Seed a reservation, active now (``owner_id`` and ``region`` are set here)."""
+    reservation.owner_id, reservation.region = account_id, region
+    reservations(ec2_backends[account_id][region])[reservation.id] = reservation
     return reservation.id
 
 
-def _new_reservation(
-    account_id: str,
-    region: str,
-    instance_type: str,
-    zone: str,
-    count: int,
-    match_criteria: str,
-    end: datetime | None,
-    tags: dict[str, str],
-) -> CapacityReservation:
-    reservation = CapacityReservation(
-        id=f"cr-{uuid.uuid4().hex[:17]}",
-        owner_id=account_id,
-        region=region,
-        instance_type=instance_type,
-        zone=zone,
-        total=count,
-        match_criteria=match_criteria,
-        end=end,
-        tags=tags,
-    )
-    reservations(ec2_backends[account_id][region])[reservation.id] = reservation
-    return reservation
+def new_reservation_id() -> str:
+    return f"cr-{uuid.uuid4().hex[:17]}"
+
+
+def hold_outside(
+    account_id: str, region: str, instance_type: str, zone: str | None, held: bool
+) -> None:
+    """Instances outside the cluster take every free slot of the type's reservations (in
+    ``zone``, or every zone), or give them all back."""
+    for reservation in reservations(ec2_backends[account_id][region]).values():
+        if reservation.instance_type == instance_type and zone in (None, reservation.zone):
+            in_cluster = len(reservation.instances)
+            reservation.outside = max(0, reservation.total - in_cluster) if held else 0
 
 
 # --- the calls ---------------------------------------------------------------------------
@@ -162,16 +154,18 @@ def _create_capacity_reservation(self: EC2Response) -> ActionResult:
         for spec in self._get_param("TagSpecifications", [])
         for tag in spec.get("Tags", [])
     }
-    reservation = _new_reservation(
-        self.current_account,
-        self.region,
-        self._get_param("InstanceType"),
-        self._get_param("AvailabilityZone"),
-        count,
-        self._get_param("InstanceMatchCriteria") or "open",
-        self._get_param("EndDate"),
-        tags,
+    reservation = CapacityReservation(
+        id=new_reservation_id(),
+        owner_id=self.current_account,
+        region=self.region,
+        instance_type=self._get_param("InstanceType"),
+        zone=self._get_param("AvailabilityZone"),
+        total=count,
+        match_criteria=self._get_param("InstanceMatchCriteria") or "open",
+        end=self._get_param("EndDate"),
+        tags=tags,
     )
+    add_reservation(self.current_account, self.region, reservation)
     return ActionResult({"CapacityReservation": reservation.describe()})
 
 
@@ -226,6 +220,15 @@ def _target_of(backend: Any, spec: dict[str, Any]) -> str | None:
         "CapacityReservationTarget"
     ) or {}
     return target.get("CapacityReservationId")
+
+
+def targeted_reservation(account_id: str, region: str, template_name: str) -> str | None:
+    """The reservation a launch template (by name) targets, if any."""
+    backend = ec2_backends[account_id][region]
+    try:
+        return _target_of(backend, {"LaunchTemplateName": template_name, "Version": "$Latest"})
+    except (KeyError, EC2ClientError):
+        return None
 
 
 def _exceeded(config: dict[str, Any], override: dict[str, Any], reservation_id: str) -> dict:

@@ -13,7 +13,12 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from joiner.sim.moto_reservations import add_capacity_block
+from joiner.sim.moto_reservations import (
+    CapacityReservation,
+    add_reservation,
+    hold_outside,
+    new_reservation_id,
+)
 from moto.core import DEFAULT_ACCOUNT_ID
 
 REGION = "us-east-1"
@@ -136,6 +141,17 @@ def test_filters_select_by_tag_owner_state_and_match_criteria(ec2: Any) -> None:
     assert ids(("state", ["cancelled"])) == {cancelled}
 
 
+def test_outside_instances_hold_the_free_slots_until_released(ec2: Any) -> None:
+    reservation_id = reserve(ec2, count=2)
+    launch_into(ec2, reservation_id)
+    hold_outside(DEFAULT_ACCOUNT_ID, REGION, "m5.large", "us-east-1a", held=True)
+    assert available(ec2, reservation_id) == 0
+    full = launch_into(ec2, reservation_id)
+    assert [e["ErrorCode"] for e in full["Errors"]] == ["ReservationCapacityExceeded"]
+    hold_outside(DEFAULT_ACCOUNT_ID, REGION, "m5.large", None, held=False)
+    assert available(ec2, reservation_id) == 1
+
+
 def test_an_unknown_id_or_filter_is_refused(ec2: Any) -> None:
     with pytest.raises(ClientError) as unknown:
         ec2.describe_capacity_reservations(CapacityReservationIds=["cr-0000000000000000"])
@@ -174,7 +190,19 @@ def test_a_launch_of_another_type_does_not_fit_the_reservation(ec2: Any) -> None
 
 def test_a_capacity_block_is_described_with_its_type_and_end(ec2: Any) -> None:
     end = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=6)
-    block = add_capacity_block(DEFAULT_ACCOUNT_ID, REGION, "p5.48xlarge", "us-east-1b", 2, end)
+    block = add_reservation(
+        DEFAULT_ACCOUNT_ID,
+        REGION,
+        CapacityReservation(
+            new_reservation_id(),
+            "p5.48xlarge",
+            "us-east-1b",
+            2,
+            match_criteria="targeted",
+            reservation_type="capacity-block",
+            end=end,
+        ),
+    )
     [described] = ec2.describe_capacity_reservations(
         Filters=[{"Name": "reservation-type", "Values": ["capacity-block"]}]
     )["CapacityReservations"]

@@ -29,7 +29,7 @@ from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, is_ready
 from joiner.cloudprovider.aws.pricing import RESERVED_PRICE_DIVISOR, PricingProvider
 from joiner.cloudprovider.types import InsufficientCapacityError
-from joiner.sim.moto_reservations import add_capacity_block
+from joiner.sim.moto_reservations import CapacityReservation, add_reservation, new_reservation_id
 from moto.core import DEFAULT_ACCOUNT_ID
 
 FIELD = "capacityReservationSelectorTerms"
@@ -341,7 +341,18 @@ def test_deleting_a_reserved_node_frees_its_slot(stand: Stand, env: Env) -> None
 
 def test_a_capacity_block_is_launched_as_one(stand: Stand, env: Env) -> None:
     end = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=12)
-    block = add_capacity_block(DEFAULT_ACCOUNT_ID, "us-east-1", "m5.large", "us-east-1b", 1, end)
+    block = add_reservation(
+        DEFAULT_ACCOUNT_ID,
+        "us-east-1",
+        CapacityReservation(
+            new_reservation_id(),
+            "m5.large",
+            "us-east-1b",
+            1,
+            reservation_type="capacity-block",
+            end=end,
+        ),
+    )
     stand.add_nodeclass(**{FIELD: [{"id": block}]})
     wants_block = {
         "key": wk.CAPACITY_RESERVATION_TYPE,
