@@ -56,7 +56,7 @@ def resolve_capacity_reservations(
         found.update({r["CapacityReservationId"]: r for r in matched})
     ordered = [found[i] for i in sorted(found)]
     return Resolved(
-        [_status_entry(r) for r in ordered],
+        [status_entry(r) for r in ordered],
         {r["CapacityReservationId"]: int(r.get("AvailableInstanceCount", 0)) for r in ordered},
         unmatched,
     )
@@ -89,7 +89,8 @@ def _ended(reservation: Mapping[str, Any], now: float) -> bool:
     return isinstance(end, datetime) and end.timestamp() <= now
 
 
-def _status_entry(reservation: Mapping[str, Any]) -> dict[str, Any]:
+def status_entry(reservation: Mapping[str, Any]) -> dict[str, Any]:
+    """A reservation as DescribeCapacityReservations gives it, as the class's status says it."""
     entry: dict[str, Any] = {
         "availabilityZone": reservation["AvailabilityZone"],
         "id": reservation["CapacityReservationId"],
