@@ -73,6 +73,7 @@ def walk_the_controllers_aws_calls(env: Env, catalogue: InstanceTypeCatalogue) -
     nodeclass = stand.add_nodeclass(capacityReservationSelectorTerms=[{"id": reservation}])
     assert [r["id"] for r in nodeclass.status["capacityReservations"]] == [reservation]
     launched = stand.provider.create(NodeClaim.from_dict(nodeclaim_dict("default-1", [M5])))
+    assert launched.labels[wk.CAPACITY_RESERVATION_ID] == reservation  # a launch into it
     assert [n.name for n in stand.provider.list()] == ["default-1"]
     instance_id = launched.status.provider_id.rsplit("/", 1)[-1]
     poller = InstanceStatusPoller(env.controller.ec2, interruption=RunningInstance(instance_id))
