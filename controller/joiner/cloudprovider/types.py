@@ -21,6 +21,8 @@ from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 
+RESERVATION_LABELS = (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE)
+
 
 def reservation_labels(reservation_id: str | None, reservation_type: str | None) -> dict[str, str]:
     """The labels of a node in a capacity reservation (none outside one)."""
@@ -61,7 +63,7 @@ class Offering:
         """Whether the requirements on the reservation labels (if any) allow this offering;
         an offering outside any reservation has no such labels."""
         labels = self.reservation_labels()
-        for key in (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE):
+        for key in RESERVATION_LABELS:
             if key not in requirements:
                 continue
             requirement = requirements.get_requirement(key)
@@ -103,13 +105,14 @@ class InstanceType:
     def compatible_offerings(self, requirements: Requirements) -> list[Offering]:
         zones = requirements.get_requirement(wk.ZONE)
         capacity_types = requirements.get_requirement(wk.CAPACITY_TYPE)
+        by_reservation = any(key in requirements for key in RESERVATION_LABELS)
         return [
             o
             for o in self.offerings
             if o.available
             and zones.has(o.zone)
             and capacity_types.has(o.capacity_type)
-            and o.meets_reservation(requirements)
+            and (not by_reservation or o.meets_reservation(requirements))
         ]
 
     def cheapest_price(self, requirements: Requirements | None = None) -> float | None:

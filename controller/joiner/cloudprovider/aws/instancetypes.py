@@ -29,7 +29,13 @@ from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.clock import Clock
-from joiner.cloudprovider.types import CloudProviderError, InstanceType, Offering, Overhead
+from joiner.cloudprovider.types import (
+    RESERVATION_LABELS,
+    CloudProviderError,
+    InstanceType,
+    Offering,
+    Overhead,
+)
 
 log = logging.getLogger(__name__)
 
@@ -283,9 +289,7 @@ def _accelerator_labels(info: Mapping[str, Any]) -> dict[str, str]:
 
 
 # Labels the offerings decide (with_offerings), or the class.
-_SET_BY_OFFERINGS = frozenset(
-    {wk.EC2NODECLASS, wk.ZONE_ID, wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE}
-)
+_SET_BY_OFFERINGS = frozenset({wk.EC2NODECLASS, wk.ZONE_ID, *RESERVATION_LABELS})
 
 
 def type_requirements(labels: Mapping[str, str]) -> Requirements:
@@ -505,7 +509,7 @@ def with_offerings(
         Requirement.new(wk.ZONE_ID, IN, sorted(zone_ids[z] for z in zones if z in zone_ids)),
         Requirement.new(wk.CAPACITY_TYPE, IN, sorted({o.capacity_type for o in offerings})),
     )
-    for key in (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE):
+    for key in RESERVATION_LABELS:
         values = sorted({v for o in offerings if (v := o.reservation_labels().get(key))})
         requirements.add(
             Requirement.new(key, IN, values) if values else Requirement.new(key, DOES_NOT_EXIST)

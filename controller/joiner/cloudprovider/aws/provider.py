@@ -69,6 +69,7 @@ from joiner.cloudprovider.aws.tags import (
 )
 from joiner.cloudprovider.repairpolicies import EKS_REPAIR_POLICIES
 from joiner.cloudprovider.types import (
+    RESERVATION_LABELS,
     CloudProviderError,
     InstanceType,
     InsufficientCapacityError,
@@ -520,7 +521,7 @@ class AWSCloudProvider:
         into one), hash annotation and status."""
         if instance_type is not None:
             nodeclaim.labels.update(_single_values(instance_type.requirements))
-            for key in (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE):
+            for key in RESERVATION_LABELS:
                 nodeclaim.labels.pop(key, None)  # the type's, not necessarily the node's
             nodeclaim.status.capacity = res.format_resource_list(instance_type.capacity)
             nodeclaim.status.allocatable = res.format_resource_list(instance_type.allocatable)
