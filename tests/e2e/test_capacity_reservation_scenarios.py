@@ -2,7 +2,8 @@
 embedded AWS (moto, with Joiner's emulation of reservations), the scenario declaring the
 account's reservations. A reservation is filled before on-demand is used; when EC2 says
 the reservation is full (other instances took it after the class resolved), the launch
-fails as insufficient capacity and the pods land on on-demand."""
+fails as insufficient capacity and the pods land on on-demand; a reservation removed from
+the class drifts its nodes, which are replaced on-demand."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ RESERVATION = "cr-0a1b2c3d4e5f60718"
 ZONE = "us-east-1a"
 
 
+def _nodeclass(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    nodeclass = testing.ec2nodeclass(cluster=CLUSTER, role="KarpenterNodeRole")
+    if terms:
+        nodeclass["spec"]["capacityReservationSelectorTerms"] = terms
+    return nodeclass
+
+
 def _scenario(steps: list[dict[str, Any]], count: int = 2) -> dict[str, Any]:
     """One m5.large reservation; a pool allowing reserved and on-demand m5.large in its
     zone; a Deployment of 1500m pods (one per node), scaled by ``steps``."""
@@ -28,7 +36,6 @@ def _scenario(steps: list[dict[str, Any]], count: int = 2) -> dict[str, Any]:
         {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
         {"key": wk.ZONE, "operator": "In", "values": [ZONE]},
     ]
-    terms = [{"tags": {"team": "web"}}]
     return {
         "apiVersion": "joiner.sim/v1",
         "kind": "Scenario",
@@ -49,11 +56,7 @@ def _scenario(steps: list[dict[str, Any]], count: int = 2) -> dict[str, Any]:
                 ],
             },
             "objects": [
-                testing.ec2nodeclass(
-                    cluster=CLUSTER,
-                    role="KarpenterNodeRole",
-                    capacityReservationSelectorTerms=terms,
-                ),
+                _nodeclass([{"tags": {"team": "web"}}]),
                 testing.nodepool(requirements=requirements),
                 testing.deployment("web", replicas=0, cpu="1500m", memory="1Gi"),
             ],
@@ -114,3 +117,20 @@ def test_a_reservation_others_filled_falls_back_to_on_demand() -> None:
     never_launched = [c for c in result.nodeclaims if c.launched_at is None]
     assert len(never_launched) >= 1  # the launch EC2 refused
     assert simulation.cloud.provider.reservations.available(RESERVATION) == 0
+
+
+def test_a_reservation_removed_from_the_class_drifts_its_nodes() -> None:
+    steps = [
+        _scale(2),
+        {"settle": "5m"},
+        {"expect": {"nodesByCapacityType": {"reserved": 2}}},
+        {"apply": [_nodeclass([])]},
+        {"advance": "20m"},  # settle would end at once: drift is not pending work
+        {"settle": "10m"},
+        {"expect": {"pendingPods": 0, "nodesByCapacityType": {"on-demand": 2}}},
+    ]
+    simulation, result = _run(_scenario(steps))
+    assert [f for s in result.steps for f in s.failures] == []
+    drifted = [c for c in result.nodeclaims if c.disruption_reason == "Drifted"]
+    assert [c.capacity_type for c in drifted] == ["reserved", "reserved"]
+    assert _live_by_capacity(simulation) == {"on-demand": [None, None]}

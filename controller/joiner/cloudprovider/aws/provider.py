@@ -655,8 +655,9 @@ class AWSCloudProvider:
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """NodeClassDrift (static hash changed), or AMIDrift / SubnetDrift /
-        SecurityGroupDrift when the instance's AMI, subnet or one of its security groups is
-        no longer selected by the class [SPEC 7.6]."""
+        SecurityGroupDrift / CapacityReservationDrift when the instance's AMI, subnet, one
+        of its security groups or its capacity reservation is no longer selected by the
+        class [SPEC 7.6]."""
         nodeclass = self.nodeclasses(nodeclaim.node_class_ref.name)
         if nodeclass is None or not is_ready(nodeclass):
             return None
@@ -678,6 +679,11 @@ class AWSCloudProvider:
             return "SubnetDrift"
         if not _security_groups(instance) <= {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
+        reservation = instance.get("CapacityReservationId")
+        if reservation and reservation not in {
+            r["id"] for r in status.get("capacityReservations", [])
+        }:
+            return "CapacityReservationDrift"
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:

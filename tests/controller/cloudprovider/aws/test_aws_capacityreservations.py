@@ -372,3 +372,14 @@ def test_a_capacity_block_is_launched_as_one(stand: Stand, env: Env) -> None:
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     with pytest.raises(InsufficientCapacityError):  # the block is full; nothing else fits
         stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND, wants_block))
+
+
+def test_a_node_whose_reservation_left_the_class_drifts(stand: Stand, env: Env) -> None:
+    reservation = reserve(env, count=1)
+    stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    reserved = stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND))
+    on_demand = stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND))
+    assert stand.provider.is_drifted(reserved) is None
+    stand.add_nodeclass()  # the term removed: the class selects no reservation
+    assert stand.provider.is_drifted(reserved) == "CapacityReservationDrift"
+    assert stand.provider.is_drifted(on_demand) is None
