@@ -28,12 +28,19 @@ def _nodeclass(terms: list[dict[str, Any]]) -> dict[str, Any]:
     return nodeclass
 
 
-def _scenario(steps: list[dict[str, Any]], count: int = 2) -> dict[str, Any]:
-    """One m5.large reservation; a pool allowing reserved and on-demand m5.large in its
-    zone; a Deployment of 1500m pods (one per node), scaled by ``steps``."""
+def _scenario(
+    steps: list[dict[str, Any]],
+    count: int = 2,
+    types: tuple[str, ...] = ("m5.large",),
+    cpu: str = "1500m",
+    disruption: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One m5.large reservation; a pool allowing reserved and on-demand ``types`` (by
+    default m5.large) in its zone; a Deployment of ``cpu`` pods (by default one per
+    node), scaled by ``steps``."""
     requirements = [
         testing.capacity_types("reserved", "on-demand"),
-        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": list(types)},
         {"key": wk.ZONE, "operator": "In", "values": [ZONE]},
     ]
     return {
@@ -57,8 +64,8 @@ def _scenario(steps: list[dict[str, Any]], count: int = 2) -> dict[str, Any]:
             },
             "objects": [
                 _nodeclass([{"tags": {"team": "web"}}]),
-                testing.nodepool(requirements=requirements),
-                testing.deployment("web", replicas=0, cpu="1500m", memory="1Gi"),
+                testing.nodepool(requirements=requirements, disruption=disruption),
+                testing.deployment("web", replicas=0, cpu=cpu, memory="1Gi"),
             ],
             "steps": steps,
         },
@@ -134,3 +141,25 @@ def test_a_reservation_removed_from_the_class_drifts_its_nodes() -> None:
     drifted = [c for c in result.nodeclaims if c.disruption_reason == "Drifted"]
     assert [c.capacity_type for c in drifted] == ["reserved", "reserved"]
     assert _live_by_capacity(simulation) == {"on-demand": [None, None]}
+
+
+def test_consolidation_keeps_a_reserved_node_over_a_cheaper_on_demand_type() -> None:
+    """A t3.medium on-demand costs less than an m5.large on-demand, not less than the
+    m5.large in the reservation: the reserved node is never replaced."""
+    disruption = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m"}
+    steps = [
+        _scale(1),
+        {"settle": "5m"},
+        {"expect": {"nodesByCapacityType": {"reserved": 1}}},
+        {"advance": "30m"},
+        {"expect": {"pendingPods": 0, "nodesByCapacityType": {"reserved": 1}}},
+    ]
+    doc = _scenario(
+        steps, count=1, types=("m5.large", "t3.medium"), cpu="500m", disruption=disruption
+    )
+    simulation, result = _run(doc)
+    assert [f for s in result.steps for f in s.failures] == []
+    assert [(c.instance_type, c.capacity_type, c.deleted_at) for c in result.nodeclaims] == [
+        ("m5.large", "reserved", None)
+    ]
+    assert _live_by_capacity(simulation) == {"reserved": [RESERVATION]}
