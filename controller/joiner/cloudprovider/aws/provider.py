@@ -249,38 +249,49 @@ class AWSCloudProvider:
         go into; should launches in flight hold them all, the next capacity type the
         NodeClaim allows is chosen (the reserved offerings are unavailable by then)."""
         nodeclass = self._ready_nodeclass(nodeclaim)
-        requirements = nodeclaim.requirement_set()
         for _ in range(len(wk.CAPACITY_TYPES)):
-            types = drop_exotic(self._candidate_types(nodeclaim, nodeclass), requirements)
-            capacity_type = choose_capacity_type(types, requirements)
-            if capacity_type is None:
-                raise InsufficientCapacityError(
-                    f"no available offering for {nodeclaim.name} among {len(types)} instance types"
-                )
-            candidates = self._candidates(nodeclass, types, requirements, capacity_type, prices)
-            if not candidates:
-                raise InsufficientCapacityError(
-                    f"no {capacity_type} offering for {nodeclaim.name} has a subnet and an AMI"
-                )
-            taken: dict[str, int] = {}
-            if capacity_type == wk.CAPACITY_TYPE_RESERVED:
-                candidates, taken = self._reserve_slots(candidates)
-                if not candidates:
-                    continue
-            went_into: str | None = None
-            try:
-                result = self._launch(
-                    nodeclaim, nodeclass, capacity_type, candidates, prices is not None
-                )
-                chosen = _chosen(result, candidates)
-                went_into = chosen.offering.reservation_id if chosen else None
-            finally:
-                self.reservations.settle(taken, went_into)
-            self._sweep_launch_templates()
-            return self._launched(nodeclaim, nodeclass, result, capacity_type, candidates)
+            launched = self._create_once(nodeclaim, nodeclass, prices)
+            if launched is not None:
+                return launched
         raise InsufficientCapacityError(f"no capacity left to choose for {nodeclaim.name}")
 
-    def _reserve_slots(self, candidates: list[_Candidate]) -> tuple[list[_Candidate], dict]:
+    def _create_once(
+        self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, prices: LaunchPrices | None
+    ) -> NodeClaim | None:
+        """A launch of the capacity type chosen now; None when launches in flight hold
+        every free slot of the reservations it would go into."""
+        requirements = nodeclaim.requirement_set()
+        types = drop_exotic(self._candidate_types(nodeclaim, nodeclass), requirements)
+        capacity_type = choose_capacity_type(types, requirements)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                f"no available offering for {nodeclaim.name} among {len(types)} instance types"
+            )
+        candidates = self._candidates(nodeclass, types, requirements, capacity_type, prices)
+        if not candidates:
+            raise InsufficientCapacityError(
+                f"no {capacity_type} offering for {nodeclaim.name} has a subnet and an AMI"
+            )
+        taken: dict[str, int] = {}
+        if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+            candidates, taken = self._reserve_slots(candidates)
+            if not candidates:
+                return None
+        went_into: str | None = None
+        try:
+            result = self._launch(
+                nodeclaim, nodeclass, capacity_type, candidates, prices is not None
+            )
+            chosen = _chosen(result, candidates)
+            went_into = chosen.offering.reservation_id if chosen else None
+        finally:
+            self.reservations.settle(taken, went_into)
+        self._sweep_launch_templates()
+        return self._launched(nodeclaim, nodeclass, result, capacity_type, candidates)
+
+    def _reserve_slots(
+        self, candidates: list[_Candidate]
+    ) -> tuple[list[_Candidate], dict[str, int]]:
         """The reserved candidates whose reservation had a free slot, now taken; one
         reservation per type and zone (the cheapest first), so that what CreateFleet
         launches tells which reservation it went into."""
@@ -402,10 +413,8 @@ class AWSCloudProvider:
             self.unavailable.mark_unavailable(instance_type, zone, capacity_type)
             return
         for c in candidates:
-            if (c.instance_type.name, c.zone) == (
-                instance_type,
-                zone,
-            ) and c.offering.reservation_id:
+            same_offering = (c.instance_type.name, c.zone) == (instance_type, zone)
+            if same_offering and c.offering.reservation_id:
                 self.reservations.exhausted(c.offering.reservation_id)
 
     def _overrides(
