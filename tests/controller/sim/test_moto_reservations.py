@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.sim.moto_reservations import (
     CapacityReservation,
     add_reservation,
@@ -28,13 +29,8 @@ REGION = "us-east-1"
 def ec2(moto_url: str) -> Any:
     request = urllib.request.Request(f"{moto_url}/moto-api/reset", data=b"", method="POST")
     urllib.request.urlopen(request, timeout=30).read()
-    return boto3.client(
-        "ec2",
-        region_name=REGION,
-        endpoint_url=moto_url,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    keys = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
+    return AWSClients.create(REGION, keys, moto_url, max_attempts=1, with_pricing=False).ec2
 
 
 def reserve(ec2: Any, count: int = 2, **extra: Any) -> str:
