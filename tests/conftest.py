@@ -27,6 +27,7 @@ from hypothesis import settings
 from joiner.clock import RealClock
 from joiner.kube.memory import MemoryKube
 from joiner.kube.server import KubeHTTPServer
+from joiner.sim import moto_reservations
 from joiner.testing.assets import (
     CONTROL_PLANE,
     KUBE_CONTROLLER_MANAGER,
@@ -196,6 +197,7 @@ def moto_url() -> Iterator[str]:
     saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    moto_reservations.install()  # moto has no capacity reservations: Joiner's emulation
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

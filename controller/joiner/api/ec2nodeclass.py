@@ -33,8 +33,15 @@ AMIS_READY = "AMIsReady"
 SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"
 VALIDATION_SUCCEEDED = "ValidationSucceeded"
 READY = "Ready"
+
+# Capacity reservations (status.capacityReservations), as upstream names them.
+RESERVATION_TYPE_DEFAULT = "default"
+RESERVATION_TYPE_CAPACITY_BLOCK = "capacity-block"
+RESERVATION_TYPES = (RESERVATION_TYPE_DEFAULT, RESERVATION_TYPE_CAPACITY_BLOCK)
+RESERVATION_STATES = ("active", "expiring")
 
 DEFAULT_METADATA_OPTIONS = {
     "httpEndpoint": "enabled",
@@ -67,6 +74,7 @@ class EC2NodeClass:
     subnet_selector_terms: list[dict[str, Any]] = field(default_factory=list)
     security_group_selector_terms: list[dict[str, Any]] = field(default_factory=list)
     ami_selector_terms: list[dict[str, Any]] = field(default_factory=list)
+    capacity_reservation_selector_terms: list[dict[str, Any]] = field(default_factory=list)
     ami_family: str | None = None
     role: str | None = None
     instance_profile: str | None = None
@@ -100,6 +108,9 @@ class EC2NodeClass:
                 list(spec.get("securityGroupSelectorTerms") or [])
             ),
             ami_selector_terms=copy.deepcopy(list(spec.get("amiSelectorTerms") or [])),
+            capacity_reservation_selector_terms=copy.deepcopy(
+                list(spec.get("capacityReservationSelectorTerms") or [])
+            ),
             tags=dict(spec.get("tags") or {}),
             kubelet=copy.deepcopy(spec.get("kubelet") or {}),
             block_device_mappings=copy.deepcopy(spec.get("blockDeviceMappings")),
@@ -118,6 +129,10 @@ class EC2NodeClass:
         }
         if self.ami_selector_terms:
             spec["amiSelectorTerms"] = copy.deepcopy(self.ami_selector_terms)
+        if self.capacity_reservation_selector_terms:
+            spec["capacityReservationSelectorTerms"] = copy.deepcopy(
+                self.capacity_reservation_selector_terms
+            )
         for attr, key in self._OPTIONAL:
             if getattr(self, attr) is not None:
                 spec[key] = getattr(self, attr)
@@ -134,7 +149,12 @@ class EC2NodeClass:
         """Static drift hash (``karpenter.k8s.aws/ec2nodeclass-hash``) over the spec fields
         that change how a node is launched; selector results are compared separately."""
         spec = self.to_dict()["spec"]
-        for dynamic in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"):
+        for dynamic in (
+            "subnetSelectorTerms",
+            "securityGroupSelectorTerms",
+            "amiSelectorTerms",
+            "capacityReservationSelectorTerms",
+        ):
             spec.pop(dynamic, None)
         return stable_hash(spec)
 

@@ -51,6 +51,10 @@ INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
 INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
 INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+# The capacity reservation a node was launched into (capacity type reserved), and its type
+# (default or capacity-block).
+CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 
 AWS_WELL_KNOWN_LABELS = frozenset(
     {
@@ -75,6 +79,8 @@ AWS_WELL_KNOWN_LABELS = frozenset(
         INSTANCE_ACCELERATOR_NAME,
         INSTANCE_ACCELERATOR_MANUFACTURER,
         INSTANCE_ACCELERATOR_COUNT,
+        CAPACITY_RESERVATION_ID,
+        CAPACITY_RESERVATION_TYPE,
     }
 )
 
@@ -94,14 +100,17 @@ _AWS_RESERVATION_PLACEMENT_TENANCY = frozenset(
         "placement-group-partition",
     )
 )
-AWS_LABELS_JOINER_DOES_NOT_DERIVE = _AWS_RESERVATION_PLACEMENT_TENANCY | frozenset(
-    f"{AWS_GROUP}/{name}"
-    for name in (
-        "nitro-sandbox",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-capability-flex",
+AWS_LABELS_JOINER_DOES_NOT_DERIVE = (
+    _AWS_RESERVATION_PLACEMENT_TENANCY
+    | frozenset(
+        f"{AWS_GROUP}/{name}"
+        for name in (
+            "nitro-sandbox",
+            "instance-cpu-sustained-clock-speed-mhz",
+            "instance-capability-flex",
+        )
     )
-)
+) - {CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE}
 # The keys of the karpenter.sh and karpenter.k8s.aws domains upstream's NodePool CRD lets a
 # template name (karpenter.sh/nodepool is then refused by a rule of its own).
 KARPENTER_LABELS_A_POOL_MAY_USE = frozenset({CAPACITY_TYPE, NODEPOOL})

@@ -15,11 +15,23 @@ from typing import Any, Protocol, runtime_checkable
 
 from joiner.api import labels as wk
 from joiner.api import resources as res
-from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.api.ec2nodeclass import RESERVATION_TYPE_DEFAULT, EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
+
+RESERVATION_LABELS = (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE)
+
+
+def reservation_labels(reservation_id: str | None, reservation_type: str | None) -> dict[str, str]:
+    """The labels of a node in a capacity reservation (none outside one)."""
+    if reservation_id is None:
+        return {}
+    return {
+        wk.CAPACITY_RESERVATION_ID: reservation_id,
+        wk.CAPACITY_RESERVATION_TYPE: reservation_type or RESERVATION_TYPE_DEFAULT,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +40,37 @@ class Offering:
     capacity_type: str
     price: float
     available: bool = True
+    # capacity type reserved: the capacity reservation and its type (default, capacity-block)
+    reservation_id: str | None = None
+    reservation_type: str | None = None
 
     def requirements(self) -> Requirements:
-        return Requirements(
+        requirements = Requirements(
             [
                 Requirement.new(wk.ZONE, IN, [self.zone]),
                 Requirement.new(wk.CAPACITY_TYPE, IN, [self.capacity_type]),
             ]
         )
+        for key, value in self.reservation_labels().items():
+            requirements.add(Requirement.new(key, IN, [value]))
+        return requirements
+
+    def reservation_labels(self) -> dict[str, str]:
+        """The capacity reservation labels of a node launched from this offering."""
+        return reservation_labels(self.reservation_id, self.reservation_type)
+
+    def meets_reservation(self, requirements: Requirements) -> bool:
+        """Whether the requirements on the reservation labels (if any) allow this offering;
+        an offering outside any reservation has no such labels."""
+        labels = self.reservation_labels()
+        for key in RESERVATION_LABELS:
+            if key not in requirements:
+                continue
+            requirement = requirements.get_requirement(key)
+            value = labels.get(key)
+            if not (requirement.allows_absence() if value is None else requirement.has(value)):
+                return False
+        return True
 
 
 @dataclass(slots=True)
@@ -70,10 +105,14 @@ class InstanceType:
     def compatible_offerings(self, requirements: Requirements) -> list[Offering]:
         zones = requirements.get_requirement(wk.ZONE)
         capacity_types = requirements.get_requirement(wk.CAPACITY_TYPE)
+        by_reservation = any(key in requirements for key in RESERVATION_LABELS)
         return [
             o
             for o in self.offerings
-            if o.available and zones.has(o.zone) and capacity_types.has(o.capacity_type)
+            if o.available
+            and zones.has(o.zone)
+            and capacity_types.has(o.capacity_type)
+            and (not by_reservation or o.meets_reservation(requirements))
         ]
 
     def cheapest_price(self, requirements: Requirements | None = None) -> float | None:

@@ -56,6 +56,7 @@ class LaunchTemplateFacts:
     security_group_ids: Sequence[str]
     instance_profile: str | None
     tag_specifications: Mapping[str, Mapping[str, str]]  # resource type -> tags
+    capacity_reservation_id: str | None = None  # the reservation a launch goes into
 
 
 class ResourceFacts(Protocol):
@@ -219,6 +220,11 @@ class _Model:
             *((self.ec2_arn(f"image/{i}"), {}) for i in sorted(images)),
             *((self.ec2_arn(f"subnet/{o['SubnetId']}"), {}) for o in overrides),
             *((self.ec2_arn(f"security-group/{g}"), {}) for g in template.security_group_ids),
+            *(
+                (self.ec2_arn(f"capacity-reservation/{r}"), {})
+                for r in [template.capacity_reservation_id]
+                if r
+            ),
         ]
 
     # --- SSM, pricing, EKS ----------------------------------------------------------------

@@ -123,6 +123,12 @@ class BotoResourceFacts:
                 spec["ResourceType"]: tag_dict(spec.get("Tags"))
                 for spec in data.get("TagSpecifications", [])
             },
+            capacity_reservation_id=(
+                (data.get("CapacityReservationSpecification") or {}).get(
+                    "CapacityReservationTarget"
+                )
+                or {}
+            ).get("CapacityReservationId"),
         )
 
     def instance_profile(self, name: str) -> tuple[dict[str, str], list[str]] | None:

@@ -24,6 +24,7 @@ NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 # one is called: tests/controller/cloudprovider/aws/test_aws_iam.py keeps it so).
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypeOfferings",

@@ -50,11 +50,23 @@ from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue, TypeSettings, type_shape
 from joiner.cloudprovider.aws.pricing import PricingProvider
-from joiner.cloudprovider.aws.provider import AWSCloudProvider, instance_id_of
+from joiner.cloudprovider.aws.provider import (
+    AWSCloudProvider,
+    instance_capacity_type,
+    instance_id_of,
+)
 from joiner.infra.callaudit import BotoResourceFacts, CallAudit
 from joiner.infra.iam import ControllerPolicyParams, controller_policy
 from joiner.sim.cloud import StaticNodeFacts
 from joiner.sim.moto_iam import ADMINISTRATOR, Keys, create_principal, moto_iam_corrections
+from joiner.sim.moto_reservations import (
+    CapacityReservation,
+    add_reservation,
+    hold_outside,
+    install,
+    new_reservation_id,
+    targeted_reservation,
+)
 from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
 
 log = logging.getLogger(__name__)
@@ -75,6 +87,7 @@ class EmbeddedAWS:
 
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
         self.region = scenario.cluster.region
+        install()  # moto has no capacity reservations: Joiner's emulation at its edge
         self._mock = mock_aws()
         self._mock.start()
         self._tag_lookup = mock.patch.object(TaggedEC2Resource, "get_tags", _tags_by_id)
@@ -97,7 +110,10 @@ class EmbeddedAWS:
         self._provider_args = (controller, clock, cluster, scenario.cloud.prices)
         self.provider = self._new_provider()
         self.controller_ec2 = controller.ec2
-        self.outage = CapacityOutage(controller.ec2, zones)  # where CreateFleet goes
+        self._seed_reservations(scenario)
+        self.outage = CapacityOutage(  # where CreateFleet goes
+            controller.ec2, zones, lambda name: self._targets_reservation(name)
+        )
         self._prices: dict[str, float] = {}
 
     def _new_provider(self) -> AWSCloudProvider:
@@ -189,11 +205,7 @@ class EmbeddedAWS:
             instance = self.provider.describe_instance(instance_id_of(provider_id))
             if instance is None:
                 return None
-            capacity_type = (
-                wk.CAPACITY_TYPE_SPOT
-                if instance.get("InstanceLifecycle") == "spot"
-                else wk.CAPACITY_TYPE_ON_DEMAND
-            )
+            capacity_type = instance_capacity_type(instance)
             info = self.catalogue.infos()[instance["InstanceType"]]
             zone = instance["Placement"]["AvailabilityZone"]
             self._prices[provider_id] = self.provider.pricing.price(info, capacity_type, zone)
@@ -219,8 +231,18 @@ class EmbeddedAWS:
         return StaticNodeFacts(labels, shape.capacity, allocatable, price)
 
     def set_available(self, keys: tuple[CapacityKey, ...], available: bool) -> None:
+        """On-demand and spot pools run dry (CapacityOutage); the type's capacity
+        reservations fill up with instances outside the cluster."""
         for key in keys:
-            self.outage.set(key, exhausted=not available)
+            if key.capacity_type in (None, wk.CAPACITY_TYPE_RESERVED):
+                hold_outside(
+                    DEFAULT_ACCOUNT_ID, self.region, key.instance_type, key.zone, not available
+                )
+            if key.capacity_type != wk.CAPACITY_TYPE_RESERVED:
+                self.outage.set(key, exhausted=not available)
+
+    def _targets_reservation(self, template_name: str) -> bool:
+        return targeted_reservation(DEFAULT_ACCOUNT_ID, self.region, template_name) is not None
 
     def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None:
         """CreateFleet answers insufficient capacity for these offerings, as for the
@@ -253,6 +275,20 @@ class EmbeddedAWS:
         )["SecurityGroups"]
         ec2.create_tags(Resources=[g["GroupId"] for g in defaults], Tags=_tags(discovery))
         return zones
+
+    def _seed_reservations(self, scenario: Scenario) -> None:
+        """The scenario's capacity reservations, active from the start."""
+        for spec in scenario.cloud.capacity_reservations:
+            reservation = CapacityReservation(
+                id=spec.id or new_reservation_id(),
+                instance_type=spec.instance_type,
+                zone=spec.zone,
+                total=spec.count,
+                match_criteria=spec.match_criteria,
+                reservation_type=spec.type,
+                tags=dict(spec.tags),
+            )
+            add_reservation(DEFAULT_ACCOUNT_ID, self.region, reservation)
 
     def _seed_roles(self, nodeclasses: list[EC2NodeClass]) -> None:
         trust = {
@@ -396,11 +432,19 @@ class CapacityOutage:
     """Insufficient capacity on demand: CreateFleet answers InsufficientInstanceCapacity
     for exhausted (instance type, zone, capacity type) offerings, as AWS does when a pool
     is dry (moto never does). Exhausted overrides are taken out of the request before moto
-    sees it and reported as per-override errors in the response."""
+    sees it and reported as per-override errors in the response. A launch into a capacity
+    reservation (its template targets one: ``in_reservation``) uses the reservation's
+    capacity, not the pool's."""
 
-    def __init__(self, ec2: Any, subnet_zones: dict[str, str]) -> None:
+    def __init__(
+        self,
+        ec2: Any,
+        subnet_zones: dict[str, str],
+        in_reservation: Callable[[str], bool] = lambda template: False,
+    ) -> None:
         self.exhausted: set[tuple[str, str | None, str | None]] = set()
         self._zones = subnet_zones
+        self._in_reservation = in_reservation
         self._errors: list[dict[str, Any]] = []
         self._nothing_left = False
         events = ec2.meta.events
@@ -425,6 +469,10 @@ class CapacityOutage:
         capacity_type = params["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
         self._errors, kept_configs = [], []
         for config in params["LaunchTemplateConfigs"]:
+            template = config["LaunchTemplateSpecification"].get("LaunchTemplateName", "")
+            if self._in_reservation(template):
+                kept_configs.append(config)
+                continue
             kept = []
             for override in config["Overrides"]:
                 zone = self._zones[override["SubnetId"]]

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from joiner import yamlio
 from joiner.api import labels as wk
 from joiner.api.duration import DurationError, format_duration, parse_duration
+from joiner.api.ec2nodeclass import RESERVATION_TYPE_DEFAULT, RESERVATION_TYPES
 from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
@@ -50,6 +51,7 @@ MAX_INSTANCE_MEMORY = "64Ti"
 MAX_INSTANCE_PODS = 10_000
 MAX_EXTENDED_RESOURCE = "64Ti"  # GPUs count in ones, hugepages in bytes
 MAX_PRICE = 10_000.0  # USD per hour
+MAX_RESERVED = 10_000  # instances in one capacity reservation
 ARCHITECTURES = ("amd64", "arm64")
 OPERATING_SYSTEMS = ("linux", "windows")
 OFFERING_CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
@@ -127,6 +129,19 @@ class InstanceTypeSpec:
 
 
 @dataclass(frozen=True)
+class ReservationSpec:
+    """A capacity reservation of the embedded AWS account (aws only), active from t=0."""
+
+    id: str | None  # None: EC2 chooses one
+    instance_type: str
+    zone: str
+    count: int
+    type: str = RESERVATION_TYPE_DEFAULT
+    match_criteria: str = "open"
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class CloudSpec:
     provider: str  # "aws" or "fake"
     prices: Mapping[str, float] | None = None  # on-demand USD/hour by type (aws only)
@@ -137,6 +152,7 @@ class CloudSpec:
     # aws only: the provider runs as a principal holding the controller policy, moto
     # enforcing it and every call checked (joiner.sim.moto_iam, joiner.infra.callaudit)
     enforce_iam: bool = False
+    capacity_reservations: tuple[ReservationSpec, ...] = ()
 
     def offering_zones(self) -> set[str]:
         return {o.zone for it in self.instance_types for o in it.offerings}
@@ -427,7 +443,7 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     spec = _mapping(root.get("spec"), "spec")
     _keys(spec, "spec", ("cluster", "cloud", "settings", "nodes", "objects", "steps", "limits"))
     cluster = _cluster(spec.get("cluster"))
-    cloud = _cloud(spec.get("cloud"), base_dir)
+    cloud = _cloud(spec.get("cloud"), base_dir, cluster)
     settings = _settings(spec.get("settings"))
     nodes = _static_nodes(spec.get("nodes"), cluster, cloud)
     known: dict[ObjectRef, int] = {}
@@ -530,13 +546,21 @@ def _cluster(raw: Any) -> ClusterSpec:
     )
 
 
-def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
+def _cloud(raw: Any, base_dir: Path, cluster: ClusterSpec) -> CloudSpec:
     where = "spec.cloud"
     cloud = _mapping(raw, where)
     _keys(
         cloud,
         where,
-        ("provider", "prices", "instanceTypes", "launchDelay", "readyDelay", "enforceIAM"),
+        (
+            "provider",
+            "prices",
+            "instanceTypes",
+            "launchDelay",
+            "readyDelay",
+            "enforceIAM",
+            "capacityReservations",
+        ),
     )
     provider = cloud.get("provider")
     if provider is None:
@@ -565,6 +589,54 @@ def _cloud(raw: Any, base_dir: Path) -> CloudSpec:
         launch_delay=_delay(cloud, "launchDelay", DEFAULT_LAUNCH_DELAY),
         ready_delay=_delay(cloud, "readyDelay", DEFAULT_READY_DELAY),
         enforce_iam=enforce_iam,
+        capacity_reservations=_capacity_reservations(
+            cloud.get("capacityReservations"), provider, cluster
+        ),
+    )
+
+
+def _capacity_reservations(
+    raw: Any, provider: str, cluster: ClusterSpec
+) -> tuple[ReservationSpec, ...]:
+    where = "spec.cloud.capacityReservations"
+    if raw is None:
+        return ()
+    if provider != "aws":
+        raise ScenarioError(f"{where}: only used with provider aws")
+    specs = tuple(
+        _reservation(item, f"{where}[{i}]", cluster) for i, item in enumerate(_list(raw, where))
+    )
+    _unique([s.id for s in specs if s.id], where, "id")
+    return specs
+
+
+def _reservation(raw: Any, where: str, cluster: ClusterSpec) -> ReservationSpec:
+    entry = _mapping(raw, where)
+    _keys(
+        entry,
+        where,
+        ("id", "instanceType", "zone", "count", "type", "instanceMatchCriteria", "tags"),
+    )
+    reservation_id = None
+    if entry.get("id") is not None:
+        reservation_id = _string(entry["id"], f"{where}.id")
+        if not re.fullmatch(r"cr-[0-9a-z]+", reservation_id):
+            raise ScenarioError(f"{where}.id: expected cr- and lowercase letters or digits")
+    zone = _string(entry.get("zone"), f"{where}.zone")
+    if zone not in cluster.zones:
+        raise ScenarioError(f"{where}.zone: {zone!r} is not a zone of the cluster")
+    return ReservationSpec(
+        id=reservation_id,
+        instance_type=_string(entry.get("instanceType"), f"{where}.instanceType"),
+        zone=zone,
+        count=_count(entry.get("count"), f"{where}.count", minimum=1, maximum=MAX_RESERVED),
+        type=_choice(entry.get("type", "default"), f"{where}.type", RESERVATION_TYPES),
+        match_criteria=_choice(
+            entry.get("instanceMatchCriteria", "open"),
+            f"{where}.instanceMatchCriteria",
+            ("open", "targeted"),
+        ),
+        tags=_string_map(entry.get("tags"), f"{where}.tags"),
     )
 
 
@@ -1010,7 +1082,9 @@ def _capacity_key(raw: Any, where: str, cluster: ClusterSpec, cloud: CloudSpec) 
         if zone not in set(cluster.zones) | cloud.offering_zones():
             raise ScenarioError(f"{where}.zone: {zone!r} is not a zone of the cluster or catalogue")
     capacity_type = None
-    if entry.get("capacityType") is not None:
+    if entry.get("capacityType") == wk.CAPACITY_TYPE_RESERVED and cloud.provider == "aws":
+        capacity_type = wk.CAPACITY_TYPE_RESERVED  # the type's reservations fill up
+    elif entry.get("capacityType") is not None:
         capacity_type = _capacity_type(entry["capacityType"], f"{where}.capacityType")
     return CapacityKey(instance_type, zone, capacity_type)
 

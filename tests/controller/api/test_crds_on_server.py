@@ -20,15 +20,18 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 import yaml
+from joiner import testing
 from joiner.api.crds import render_crds
 from joiner.api.definitions import KINDS, Kind
 from joiner.api.schema import Rule, Schema
 from joiner.api.validation import apply_defaults, kind_of, validate_object, validate_update, walk
+from joiner.cloudprovider.aws.capacityreservations import status_entry
 from joiner.kube.http import tls_context
 from joiner.testing.envtest import ControlPlane
 from parity import (
@@ -381,3 +384,38 @@ def test_the_dry_runs_changed_nothing(installed: Servers) -> None:
             ).json()
             names = [item["metadata"]["name"] for item in listed["items"]]
             assert not [n for n in names if n.startswith("parity")], json.dumps(names)
+
+
+def test_the_capacity_reservations_joiner_writes_are_a_valid_status(installed: Servers) -> None:
+    """What the resolver writes into status.capacityReservations, as the server stores it
+    on Joiner's CRD; an entry without one of upstream's required fields is refused there."""
+    described = {
+        "CapacityReservationId": "cr-0a1b2c3d4e5f60718",
+        "InstanceType": "p5.48xlarge",
+        "AvailabilityZone": "us-east-1a",
+        "OwnerId": "123456789012",
+        "InstanceMatchCriteria": "targeted",
+        "ReservationType": "capacity-block",
+        "EndDate": datetime(2030, 1, 1, tzinfo=UTC),
+    }
+    entry = status_entry(described)
+    nodeclass = testing.ec2nodeclass(
+        "status-capacity-reservations",
+        capacityReservationSelectorTerms=[{"id": described["CapacityReservationId"]}],
+    )
+    created = installed.create(nodeclass, upstream=False, dry_run=False)
+    assert created.code == 201, created.status
+    path = f"{_collection(nodeclass, False)}/{nodeclass['metadata']['name']}/status"
+    try:
+        stored = {**created.status, "status": {"capacityReservations": [entry]}}
+        answer = installed.http.put(path, json=stored)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"]["capacityReservations"] == [entry]
+        incomplete = {k: v for k, v in entry.items() if k != "instanceType"}
+        stored = {**answer.json(), "status": {"capacityReservations": [incomplete]}}
+        refused = installed.http.put(path, json=stored)
+        assert refused.status_code == 422
+        causes = {c["field"] for c in refused.json()["details"]["causes"]} - {"<nil>"}
+        assert causes == {"status.capacityReservations[0].instanceType"}
+    finally:
+        installed.delete(nodeclass, upstream=False)

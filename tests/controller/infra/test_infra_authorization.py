@@ -21,10 +21,17 @@ class Facts:
         return OWNED
 
     def launch_template(self, name_or_id: str) -> LaunchTemplateFacts | None:
-        if name_or_id != "joiner/demo/abc":
+        reservations = {"joiner/demo/abc": None, "joiner/demo/reserved": "cr-1"}
+        if name_or_id not in reservations:
             return None
         return LaunchTemplateFacts(
-            "lt-1", OWNED, "ami-1", ["sg-1"], "demo_profile", {"network-interface": OWNED}
+            "lt-1",
+            OWNED,
+            "ami-1",
+            ["sg-1"],
+            "demo_profile",
+            {"network-interface": OWNED},
+            reservations[name_or_id],
         )
 
     def instance_profile(self, name: str) -> tuple[Mapping[str, str], list[str]] | None:
@@ -46,6 +53,27 @@ def test_an_operation_not_modelled_is_an_error_naming_it() -> None:
 def test_every_describe_is_a_regional_read() -> None:
     (request,) = call_requests(call("ec2", "DescribeVpcs"), Facts())
     assert request == Request("ec2:DescribeVpcs", "*", {"aws:RequestedRegion": "us-west-2"})
+
+
+def test_a_launch_into_a_capacity_reservation_references_it() -> None:
+    def fleet(template: str) -> set[tuple[str, str]]:
+        launch = call(
+            "ec2",
+            "CreateFleet",
+            TargetCapacitySpecification={"DefaultTargetCapacityType": "on-demand"},
+            LaunchTemplateConfigs=[
+                {
+                    "LaunchTemplateSpecification": {"LaunchTemplateName": template},
+                    "Overrides": [{"SubnetId": "subnet-1", "InstanceType": "m5.large"}],
+                }
+            ],
+        )
+        return {(r.action, r.resource) for r in call_requests(launch, Facts())}
+
+    reservation = f"arn:aws:ec2:us-west-2:{ACCOUNT}:capacity-reservation/cr-1"
+    for action in ("ec2:CreateFleet", "ec2:RunInstances"):
+        assert (action, reservation) in fleet("joiner/demo/reserved")
+    assert not any("capacity-reservation" in r for _, r in fleet("joiner/demo/abc"))
 
 
 def test_a_fleet_launch_needs_run_instances_tags_and_the_node_role() -> None:

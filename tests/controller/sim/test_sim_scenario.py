@@ -1066,3 +1066,62 @@ def test_expect_errors(scenario_doc, expect, message):
 def test_step_name_must_be_a_string(scenario_doc):
     set_step(scenario_doc, 1, {"name": 5, "settle": "1m"})
     assert error_of(scenario_doc) == "spec.steps[1].name: expected a non-empty string, got 5"
+
+
+RESERVATION = {"instanceType": "m5.large", "zone": "zone-a", "count": 2}
+
+
+def test_capacity_reservations_are_read_for_aws(scenario_doc):
+    aws_cloud(
+        scenario_doc,
+        capacityReservations=[
+            RESERVATION,
+            {**RESERVATION, "id": "cr-0123abc", "type": "capacity-block", "tags": {"team": "ml"}},
+        ],
+    )
+    first, second = load(scenario_doc).cloud.capacity_reservations
+    assert (first.id, first.instance_type, first.zone, first.count) == (
+        None,
+        "m5.large",
+        "zone-a",
+        2,
+    )
+    assert (first.type, first.match_criteria, dict(first.tags)) == ("default", "open", {})
+    assert (second.id, second.type, dict(second.tags)) == (
+        "cr-0123abc",
+        "capacity-block",
+        {"team": "ml"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({**RESERVATION, "id": "r-1"}, "[0].id: expected cr- and lowercase letters or digits"),
+        ({**RESERVATION, "zone": "zone-z"}, "[0].zone: 'zone-z' is not a zone of the cluster"),
+        ({**RESERVATION, "count": 0}, "[0].count: expected an integer >= 1, got 0"),
+        ({**RESERVATION, "type": "block"}, "[0].type: must be one of default, capacity-block"),
+        ({**RESERVATION, "size": 1}, "[0]: unknown field"),
+        ({"zone": "zone-a", "count": 1}, "[0].instanceType: "),
+    ],
+)
+def test_capacity_reservation_errors_name_the_field(scenario_doc, entry, message):
+    aws_cloud(scenario_doc, capacityReservations=[entry])
+    assert error_of(scenario_doc).startswith("spec.cloud.capacityReservations" + message)
+
+
+def test_capacity_reservations_are_aws_only(scenario_doc):
+    scenario_doc["spec"]["cloud"]["capacityReservations"] = [RESERVATION]
+    assert error_of(scenario_doc) == "spec.cloud.capacityReservations: only used with provider aws"
+
+
+def test_a_reserved_outage_is_aws_only(scenario_doc):
+    outage = {"unavailable": [{"instanceType": "small", "capacityType": "reserved"}]}
+    set_step(scenario_doc, 0, {"capacity": outage})
+    assert error_of(scenario_doc) == (
+        "spec.steps[0].capacity.unavailable[0].capacityType: must be one of spot, on-demand"
+    )
+    aws_cloud(scenario_doc)
+    outage["unavailable"][0]["instanceType"] = "m5.large"
+    [step, *_] = load(scenario_doc).steps
+    assert step.unavailable[0].capacity_type == "reserved"

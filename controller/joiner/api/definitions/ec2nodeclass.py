@@ -14,7 +14,10 @@ from joiner.api import labels as wk
 from joiner.api.definitions.common import cel_list, conditions, not_empty
 from joiner.api.definitions.kubelet import kubelet
 from joiner.api.definitions.selectors import (
+    ACCOUNT_ID,
     ALIAS_FAMILIES,
+    MATCH_CRITERIA,
+    RESERVATION_ID,
     alias_head,
     ami_terms,
     capacity_reservation_terms,
@@ -445,18 +448,27 @@ def ec2nodeclass_status() -> Schema:
             ),
             "capacityReservations": array(
                 obj(
-                    "A capacity reservation (upstream's; Joiner writes none).",
+                    "A capacity reservation the class selects (active, not ended).",
                     {
                         "availabilityZone": string(),
                         "endTime": string(format="date-time"),
-                        "id": string(),
-                        "instanceMatchCriteria": string(),
+                        "id": string(pattern=RESERVATION_ID, hint="expected cr-..."),
+                        "instanceMatchCriteria": string(enum=MATCH_CRITERIA),
                         "instanceType": string(),
                         "interruptible": boolean(),
-                        "ownerID": string(),
-                        "reservationType": string(),
-                        "state": string(),
+                        "ownerID": string(pattern=ACCOUNT_ID, hint="expected an account id"),
+                        "reservationType": string(
+                            enum=ec2.RESERVATION_TYPES, default=ec2.RESERVATION_TYPE_DEFAULT
+                        ),
+                        "state": string(enum=ec2.RESERVATION_STATES, default="active"),
                     },
+                    required=(
+                        "availabilityZone",
+                        "id",
+                        "instanceMatchCriteria",
+                        "instanceType",
+                        "ownerID",
+                    ),
                 )
             ),
             "instanceProfile": string(),

@@ -9,12 +9,15 @@ from typing import Any
 
 from joiner.api import ec2nodeclass as ec2
 from joiner.api.definitions.common import cel_list
-from joiner.api.schema import Advice, Rule, Schema, array, map_of, obj, string, unsupported
+from joiner.api.schema import Advice, Rule, Schema, array, map_of, obj, string
 
 ALIAS_FAMILIES = tuple(sorted(ec2.AMI_ALIAS_FAMILIES))
 WINDOWS_ALIASES = tuple(f for f in ALIAS_FAMILIES if f.startswith("windows"))
 SELECTOR_TERM = "selector-term"
 SELECTOR_ID = "selector-id"
+RESERVATION_ID = r"^cr-[0-9a-z]+$"
+ACCOUNT_ID = r"^[0-9]{12}$"
+MATCH_CRITERIA = ("open", "targeted")
 
 
 def selector_tags() -> Schema:
@@ -211,26 +214,25 @@ def ami_terms() -> Schema:
 
 def capacity_reservation_terms() -> Schema:
     fields = ("tags", "id", "instanceMatchCriteria")
-    return unsupported(
-        array(
-            obj(
-                "Capacity reservations to launch into.",
-                {
-                    "id": string(pattern=r"^cr-[0-9a-z]+$", hint="expected cr-..."),
-                    "instanceMatchCriteria": string(enum=("open", "targeted")),
-                    "ownerID": string(pattern=r"^[0-9]{12}$", hint="expected an account id"),
-                    "tags": selector_tags(),
-                },
+    return array(
+        obj(
+            "Capacity reservations to launch into (a term by id, or by tags, owner and "
+            "match criteria).",
+            {
+                "id": string(pattern=RESERVATION_ID, hint="expected cr-..."),
+                "instanceMatchCriteria": string(enum=MATCH_CRITERIA),
+                "ownerID": string(pattern=ACCOUNT_ID, hint="expected an account id"),
+                "tags": selector_tags(),
+            },
+        ),
+        "Capacity reservation selector terms.",
+        max_items=30,
+        rules=(
+            needs_one(fields, "capacity reservation selector term"),
+            exclusive_in_every(
+                "id",
+                ("tags", "ownerID", "instanceMatchCriteria"),
+                "capacity reservation selector term",
             ),
-            "Capacity reservation selector terms.",
-            max_items=30,
-            rules=(
-                needs_one(fields, "capacity reservation selector term"),
-                exclusive_in_every(
-                    "id",
-                    ("tags", "ownerID", "instanceMatchCriteria"),
-                    "capacity reservation selector term",
-                ),
-            ),
-        )
+        ),
     )

@@ -22,6 +22,7 @@ CAPACITY_ERROR_CODES = frozenset(
         "InsufficientCapacity",
         "UnfulfillableCapacity",
         "MaxSpotInstanceCountExceeded",
+        "ReservationCapacityExceeded",  # the targeted capacity reservation is full
         "SpotMaxPriceTooLow",
         "Unsupported",
     }
@@ -76,11 +77,15 @@ def fleet_request(
                 "Priority": override.price,
             }
         )
+    # EC2 has no "reserved" target: a reserved launch is on-demand into the reservation
+    # its launch template targets.
+    spot = capacity_type == wk.CAPACITY_TYPE_SPOT
+    target = wk.CAPACITY_TYPE_SPOT if spot else wk.CAPACITY_TYPE_ON_DEMAND
     request: dict[str, Any] = {
         "Type": "instant",
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": 1,
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": target,
         },
         "LaunchTemplateConfigs": [
             {

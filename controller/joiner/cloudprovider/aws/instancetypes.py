@@ -29,7 +29,13 @@ from joiner.api.quantity import QuantityError, parse_quantity
 from joiner.api.requirements import DOES_NOT_EXIST, IN, Requirement, Requirements
 from joiner.api.resources import ResourceList
 from joiner.clock import Clock
-from joiner.cloudprovider.types import CloudProviderError, InstanceType, Offering, Overhead
+from joiner.cloudprovider.types import (
+    RESERVATION_LABELS,
+    CloudProviderError,
+    InstanceType,
+    Offering,
+    Overhead,
+)
 
 log = logging.getLogger(__name__)
 
@@ -282,11 +288,15 @@ def _accelerator_labels(info: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+# Labels the offerings decide (with_offerings), or the class.
+_SET_BY_OFFERINGS = frozenset({wk.EC2NODECLASS, wk.ZONE_ID, *RESERVATION_LABELS})
+
+
 def type_requirements(labels: Mapping[str, str]) -> Requirements:
     """One value per label; AWS well-known labels the type lacks are DoesNotExist, so a
     pod asking for a GPU never matches a type without one."""
     requirements = Requirements(Requirement.new(k, IN, [v]) for k, v in labels.items())
-    for key in sorted(wk.AWS_WELL_KNOWN_LABELS - set(labels) - {wk.EC2NODECLASS, wk.ZONE_ID}):
+    for key in sorted(wk.AWS_WELL_KNOWN_LABELS - set(labels) - _SET_BY_OFFERINGS):
         requirements.add(Requirement.new(key, DOES_NOT_EXIST))
     return requirements
 
@@ -491,14 +501,19 @@ def type_shape(info: Mapping[str, Any], settings: TypeSettings) -> TypeShape:
 def with_offerings(
     shape: TypeShape, offerings: list[Offering], zone_ids: Mapping[str, str]
 ) -> InstanceType:
-    """The InstanceType of a shape; zone, zone-id and capacity-type requirements span the
-    offerings."""
+    """The InstanceType of a shape; zone, zone-id, capacity-type and capacity reservation
+    requirements span the offerings (a type in no reservation has no reservation labels)."""
     zones = sorted({o.zone for o in offerings})
     requirements = shape.requirements.copy().add(
         Requirement.new(wk.ZONE, IN, zones),
         Requirement.new(wk.ZONE_ID, IN, sorted(zone_ids[z] for z in zones if z in zone_ids)),
         Requirement.new(wk.CAPACITY_TYPE, IN, sorted({o.capacity_type for o in offerings})),
     )
+    for key in RESERVATION_LABELS:
+        values = sorted({v for o in offerings if (v := o.reservation_labels().get(key))})
+        requirements.add(
+            Requirement.new(key, IN, values) if values else Requirement.new(key, DOES_NOT_EXIST)
+        )
     return InstanceType(
         name=shape.name,
         requirements=requirements,

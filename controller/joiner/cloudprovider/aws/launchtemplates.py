@@ -22,10 +22,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from joiner.api import labels as wk
-from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.api.ec2nodeclass import RESERVATION_TYPE_CAPACITY_BLOCK, EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.aws.instancetypes import volume_size_bytes
 from joiner.cloudprovider.aws.tags import as_tag_list, cluster_tag
+from joiner.cloudprovider.types import Offering
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,11 @@ def build_launch_template(
     image_id: str,
     user_data: str,
     tags: Mapping[str, str],
+    reservation: Offering | None = None,
 ) -> LaunchTemplate:
     """The template for one configuration; ``tags`` go on the template and on the network
-    interfaces and volumes it creates."""
+    interfaces and volumes it creates. A reserved offering's template targets its
+    capacity reservation (a Capacity Block's is bought as market type capacity-block)."""
     security_groups = [g["id"] for g in nodeclass.status.get("securityGroups", [])]
     data: dict[str, Any] = {
         "ImageId": image_id,
@@ -114,6 +117,11 @@ def build_launch_template(
         ]
     else:
         data["SecurityGroupIds"] = security_groups
+    if reservation is not None and reservation.reservation_id is not None:
+        target = {"CapacityReservationId": reservation.reservation_id}
+        data["CapacityReservationSpecification"] = {"CapacityReservationTarget": target}
+        if reservation.reservation_type == RESERVATION_TYPE_CAPACITY_BLOCK:
+            data["InstanceMarketOptions"] = {"MarketType": RESERVATION_TYPE_CAPACITY_BLOCK}
     digest = hashlib.sha256(
         json.dumps({"data": data, "tags": dict(tags)}, sort_keys=True).encode()
     ).hexdigest()[:20]

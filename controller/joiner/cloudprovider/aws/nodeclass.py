@@ -1,5 +1,7 @@
 """EC2NodeClass status: subnets, security groups, AMIs and instance profile resolved
-against AWS, with one condition per part and Ready over all of them [SPEC 1, 4.1].
+against AWS, with one condition per part and Ready over all of them [SPEC 1, 4.1]; and
+the capacity reservations the class selects, whose condition does not hold Ready back
+(without them, nodes launch on-demand or spot).
 
 ``NodeClassResolver.resolve`` never raises for bad input or AWS errors: every problem
 becomes a False condition whose message names the field. ``nodeclass_hash`` is the static
@@ -21,6 +23,10 @@ from joiner.api.compatibility import readable_kubelet
 from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.aws.amis import AMIResolver
+from joiner.cloudprovider.aws.capacityreservations import (
+    ReservationLedger,
+    resolve_capacity_reservations,
+)
 from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instanceprofiles import InstanceProfileProvider
@@ -70,10 +76,16 @@ def not_ready_message(nodeclass: EC2NodeClass) -> str:
 
 class NodeClassResolver:
     def __init__(
-        self, clients: AWSClients, clock: Clock, cluster: ClusterInfo, region: str
+        self,
+        clients: AWSClients,
+        clock: Clock,
+        cluster: ClusterInfo,
+        region: str,
+        ledger: ReservationLedger | None = None,
     ) -> None:
         self._clients = clients
         self._clock = clock
+        self.ledger = ledger or ReservationLedger()
         self._amis = AMIResolver(clients.ec2, clients.ssm, cluster.kubernetes_version)
         self.instance_profiles = InstanceProfileProvider(clients.iam, cluster.name, region)
 
@@ -102,6 +114,7 @@ class NodeClassResolver:
         ]
         for condition, key, resolve in parts:
             self._resolve_part(status, conditions, condition, key, resolve)
+        self._resolve_reservations(nodeclass, status, conditions)
         problems = validate_nodeclass(nodeclass)
         self._set(conditions, api.VALIDATION_SUCCEEDED, "; ".join(problems), "ValidationFailed")
         self._set_ready(conditions)
@@ -128,6 +141,35 @@ class NodeClassResolver:
             )
             return
         self._set(conditions, condition, "", "")
+
+    def _resolve_reservations(
+        self, nodeclass: EC2NodeClass, status: dict[str, Any], conditions: list[dict[str, Any]]
+    ) -> None:
+        """``status.capacityReservations`` and the ledger's counts; a term that matches
+        nothing makes the condition False (NotFound), naming the term."""
+        terms = nodeclass.capacity_reservation_selector_terms
+        token = self.ledger.token()
+        try:
+            resolved = resolve_capacity_reservations(self._clients.ec2, terms, self._clock.now())
+        except ResolutionError as error:
+            status.pop("capacityReservations", None)
+            self._set(conditions, api.CAPACITY_RESERVATIONS_READY, str(error), "NotFound")
+            return
+        except (BotoCoreError, ClientError) as error:  # keep what was found before
+            log.warning("resolving capacity reservations failed: %s", error)
+            problem = f"AWS error while resolving capacityReservations: {error}"
+            self._set(conditions, api.CAPACITY_RESERVATIONS_READY, problem, "AWSError")
+            return
+        self.ledger.sync(resolved.available, token)
+        if resolved.reservations:
+            status["capacityReservations"] = resolved.reservations
+        else:
+            status.pop("capacityReservations", None)
+        problem = "".join(
+            f"no active capacity reservation matches {where}; " for where in resolved.unmatched
+        ).removesuffix("; ")
+        reason = "NotFound" if problem else ""
+        self._set(conditions, api.CAPACITY_RESERVATIONS_READY, problem, reason)
 
     def _set(self, conditions: list[dict[str, Any]], type_: str, problem: str, reason: str) -> None:
         status = cond.FALSE if problem else cond.TRUE

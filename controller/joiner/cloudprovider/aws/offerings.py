@@ -4,6 +4,10 @@
 that failed with InsufficientInstanceCapacity is unavailable for 3 minutes of the
 injected clock. The launch-time filters [SPEC 4.3] live here too: capacity-type order,
 exotic types, spot dearer than on-demand.
+
+A capacity reservation of the class (``status.capacityReservations``) adds a ``reserved``
+offering of its type in its zone (priced by ``PricingProvider.price``: next to free), available
+while the ledger has a free slot.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from joiner.api import labels as wk
 from joiner.api.requirements import Requirements
 from joiner.clock import Clock
+from joiner.cloudprovider.aws.capacityreservations import ReservationLedger
 from joiner.cloudprovider.aws.instancetypes import SUPPORTED_CAPACITY_TYPES
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.types import InstanceType, Offering
@@ -75,6 +80,29 @@ def build_offerings(
         )
         for zone in sorted(zones)
         for capacity_type in capacity_types
+    ]
+
+
+def reserved_offerings(
+    info: Mapping[str, Any],
+    zones: Iterable[str],
+    reservations: Sequence[Mapping[str, Any]],
+    pricing: PricingProvider,
+    ledger: ReservationLedger,
+) -> list[Offering]:
+    """One ``reserved`` offering per reservation of the type in one of the zones."""
+    name, zones = info["InstanceType"], set(zones)
+    return [
+        Offering(
+            zone=r["availabilityZone"],
+            capacity_type=wk.CAPACITY_TYPE_RESERVED,
+            price=pricing.price(info, wk.CAPACITY_TYPE_RESERVED, r["availabilityZone"]),
+            available=ledger.available(r["id"]) > 0,
+            reservation_id=r["id"],
+            reservation_type=r.get("reservationType"),
+        )
+        for r in reservations
+        if r["instanceType"] == name and r["availabilityZone"] in zones
     ]
 
 

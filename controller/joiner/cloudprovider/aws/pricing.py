@@ -14,7 +14,8 @@ Sources, in order of preference [SPEC 5]:
    $0.0357 per vCPU-hour, $0.0034 per GiB-hour and $0.50 per GPU/accelerator-hour).
 Spot without a plausible history price defaults to ``SPOT_FRACTION`` (40%) of the
 on-demand price. A history price below ``MIN_PLAUSIBLE_SPOT_FRACTION`` (5%) of on-demand
-is not plausible (moto reports $0.00001 for everything) and is ignored.
+is not plausible (moto reports $0.00001 for everything) and is ignored. A reserved
+offering (in a capacity reservation) costs the on-demand price / ``RESERVED_PRICE_DIVISOR``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ REFRESH_SECONDS = 12 * 3600
 RETRY_AFTER_FAILURE_SECONDS = 15 * 60
 SPOT_FRACTION = 0.4
 MIN_PLAUSIBLE_SPOT_FRACTION = 0.05
+# A reserved offering costs the on-demand price over this (upstream's): next to free, as a
+# reservation is paid for whether used or not, yet in the types' on-demand order.
+RESERVED_PRICE_DIVISOR = 10_000_000.0
 DEFAULT_PER_VCPU = 0.0357
 DEFAULT_PER_GIB = 0.0034
 DEFAULT_PER_ACCELERATOR = 0.50
@@ -199,6 +203,8 @@ class PricingProvider:
         on_demand = self.on_demand_price(name)
         if on_demand is None:
             on_demand = self._estimator_for().estimate(info)
+        if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+            return on_demand / RESERVED_PRICE_DIVISOR
         if capacity_type != wk.CAPACITY_TYPE_SPOT:
             return on_demand
         spot = self._spot.get((name, zone))

@@ -26,6 +26,7 @@ from joiner.api.nodepool import NodeClassRef, NodePool
 from joiner.api.requirements import Requirements
 from joiner.clock import Clock, to_rfc3339
 from joiner.cloudprovider.aws import userdata
+from joiner.cloudprovider.aws.capacityreservations import ReservationLedger
 from joiner.cloudprovider.aws.clients import AWSClients
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.fleet import FleetResult, Override, create_fleet
@@ -55,6 +56,7 @@ from joiner.cloudprovider.aws.offerings import (
     choose_capacity_type,
     drop_exotic,
     launchable_offerings,
+    reserved_offerings,
 )
 from joiner.cloudprovider.aws.pricing import PricingProvider
 from joiner.cloudprovider.aws.subnets import subnets_by_zone
@@ -67,13 +69,16 @@ from joiner.cloudprovider.aws.tags import (
 )
 from joiner.cloudprovider.repairpolicies import EKS_REPAIR_POLICIES
 from joiner.cloudprovider.types import (
+    RESERVATION_LABELS,
     CloudProviderError,
     InstanceType,
     InsufficientCapacityError,
     LaunchPrices,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    Offering,
     RepairPolicy,
+    reservation_labels,
 )
 from joiner.identity import IdentityCache
 
@@ -104,10 +109,14 @@ class _Candidate:
     """One (type, offering) the launch may use, with the subnet and AMI it would get."""
 
     instance_type: InstanceType
-    zone: str
+    offering: Offering
     price: float
     subnet_id: str
     image_id: str
+
+    @property
+    def zone(self) -> str:
+        return self.offering.zone
 
 
 class AWSCloudProvider:
@@ -144,8 +153,9 @@ class AWSCloudProvider:
             infos=self.catalogue.infos,
         )
         self.unavailable = unavailable or UnavailableOfferings(clock)
+        self.reservations = ReservationLedger()  # free slots of capacity reservations
         self.launch_templates = LaunchTemplateProvider(clients.ec2, clock, cluster.name)
-        self.resolver = NodeClassResolver(clients, clock, cluster, region)
+        self.resolver = NodeClassResolver(clients, clock, cluster, region, self.reservations)
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
         self.reserved_enis = reserved_enis
         self._types_cache: dict[tuple, list[InstanceType]] = {}
@@ -171,18 +181,21 @@ class AWSCloudProvider:
         self.pricing.refresh_if_due()
         settings = self._settings(nodeclass)
         zones = frozenset(s["zone"] for s in nodeclass.status.get("subnets", []))
+        reservations = nodeclass.status.get("capacityReservations") or []
         shapes = self._shapes(settings)
         key = (
             _freeze(settings),
             zones,
+            json.dumps(reservations, sort_keys=True),
             self.catalogue.generation,
             self.pricing.generation,
             self.unavailable.generation,
+            self.reservations.generation,
         )
         if key not in self._types_cache:
             if len(self._types_cache) >= TYPES_CACHE_SIZE:
                 self._types_cache.pop(next(iter(self._types_cache)))  # the oldest
-            self._types_cache[key] = self._build_types(shapes, zones)
+            self._types_cache[key] = self._build_types(shapes, zones, reservations)
         return self._types_cache[key]
 
     def _shapes(self, settings: TypeSettings) -> dict[str, TypeShape]:
@@ -198,15 +211,23 @@ class AWSCloudProvider:
         return self._shapes_cache[key]
 
     def _build_types(
-        self, shapes: Mapping[str, TypeShape], zones: frozenset[str]
+        self,
+        shapes: Mapping[str, TypeShape],
+        zones: frozenset[str],
+        reservations: Sequence[Mapping[str, Any]],
     ) -> list[InstanceType]:
         infos = self.catalogue.infos()
         type_zones = self.catalogue.type_zones()
         zone_ids = self.catalogue.zone_ids()
+        reserved_types = {r["instanceType"] for r in reservations}
         types = []
         for name, shape in shapes.items():
             offered = type_zones.get(name, frozenset()) & zones
             offerings = build_offerings(infos[name], offered, self.pricing, self.unavailable)
+            if name in reserved_types:
+                offerings += reserved_offerings(
+                    infos[name], offered, reservations, self.pricing, self.reservations
+                )
             if offerings:
                 types.append(with_offerings(shape, offerings, zone_ids))
         return types
@@ -224,7 +245,21 @@ class AWSCloudProvider:
     # --- create ------------------------------------------------------------------
 
     def create(self, nodeclaim: NodeClaim, prices: LaunchPrices | None = None) -> NodeClaim:
+        """Reserved capacity first: a launch takes a free slot of each reservation it may
+        go into; should launches in flight hold them all, the next capacity type the
+        NodeClaim allows is chosen (the reserved offerings are unavailable by then)."""
         nodeclass = self._ready_nodeclass(nodeclaim)
+        for _ in range(len(wk.CAPACITY_TYPES)):
+            launched = self._create_once(nodeclaim, nodeclass, prices)
+            if launched is not None:
+                return launched
+        raise InsufficientCapacityError(f"no capacity left to choose for {nodeclaim.name}")
+
+    def _create_once(
+        self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, prices: LaunchPrices | None
+    ) -> NodeClaim | None:
+        """A launch of the capacity type chosen now; None when launches in flight hold
+        every free slot of the reservations it would go into."""
         requirements = nodeclaim.requirement_set()
         types = drop_exotic(self._candidate_types(nodeclaim, nodeclass), requirements)
         capacity_type = choose_capacity_type(types, requirements)
@@ -237,9 +272,37 @@ class AWSCloudProvider:
             raise InsufficientCapacityError(
                 f"no {capacity_type} offering for {nodeclaim.name} has a subnet and an AMI"
             )
-        result = self._launch(nodeclaim, nodeclass, capacity_type, candidates, prices is not None)
+        taken: dict[str, int] = {}
+        if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+            candidates, taken = self._reserve_slots(candidates)
+            if not candidates:
+                return None
+        went_into: str | None = None
+        try:
+            result = self._launch(
+                nodeclaim, nodeclass, capacity_type, candidates, prices is not None
+            )
+            chosen = _chosen(result, candidates)
+            went_into = chosen.offering.reservation_id if chosen else None
+        finally:
+            self.reservations.settle(taken, went_into)
         self._sweep_launch_templates()
         return self._launched(nodeclaim, nodeclass, result, capacity_type, candidates)
+
+    def _reserve_slots(
+        self, candidates: list[_Candidate]
+    ) -> tuple[list[_Candidate], dict[str, int]]:
+        """The reserved candidates whose reservation had a free slot, now taken; one
+        reservation per type and zone (the cheapest first), so that what CreateFleet
+        launches tells which reservation it went into."""
+        taken = self.reservations.take(
+            {c.offering.reservation_id for c in candidates if c.offering.reservation_id}
+        )
+        kept: dict[tuple[str, str], _Candidate] = {}
+        for c in candidates:
+            if c.offering.reservation_id in taken:
+                kept.setdefault((c.instance_type.name, c.zone), c)
+        return list(kept.values()), taken
 
     def _sweep_launch_templates(self) -> None:
         """Templates unused for an hour go; looked for at most once an hour, after a launch
@@ -292,7 +355,7 @@ class AWSCloudProvider:
         return [
             _Candidate(
                 it,
-                offering.zone,
+                offering,
                 prices.get((it.name, offering.zone, capacity_type), offering.price),
                 subnets[offering.zone],
                 images[it.name],
@@ -329,7 +392,7 @@ class AWSCloudProvider:
             break
         for error in result.errors:
             if error.is_capacity_error and error.instance_type and error.zone:
-                self.unavailable.mark_unavailable(error.instance_type, error.zone, capacity_type)
+                self._no_capacity(error.instance_type, error.zone, capacity_type, candidates)
         if result.instance_id is None:
             summary = "; ".join(
                 f"{e.code} {e.instance_type} {e.zone}: {e.message}" for e in result.errors
@@ -340,6 +403,19 @@ class AWSCloudProvider:
                 f"CreateFleet launched nothing for {nodeclaim.name}: {summary}"
             )
         return result
+
+    def _no_capacity(
+        self, instance_type: str, zone: str, capacity_type: str, candidates: list[_Candidate]
+    ) -> None:
+        """An offering EC2 had no capacity for: unavailable for a while; a reservation's,
+        full until its next resolution (its type's other reservations may have room)."""
+        if capacity_type != wk.CAPACITY_TYPE_RESERVED:
+            self.unavailable.mark_unavailable(instance_type, zone, capacity_type)
+            return
+        for c in candidates:
+            same_offering = (c.instance_type.name, c.zone) == (instance_type, zone)
+            if same_offering and c.offering.reservation_id:
+                self.reservations.exhausted(c.offering.reservation_id)
 
     def _overrides(
         self,
@@ -354,16 +430,17 @@ class AWSCloudProvider:
         family = nodeclass.resolved_ami_family()
         tags = launch_tags(self.cluster.name, nodepool, nodeclass.name, nodeclass.tags)
         labels = {**nodeclaim.labels, wk.CAPACITY_TYPE: capacity_type}
-        templates: dict[tuple[str, int], str] = {}
+        templates: dict[tuple[str, int, str | None], str] = {}
         overrides = []
         for candidate in candidates:
             pods = candidate.instance_type.capacity[res.PODS] // 1000
-            key = (candidate.image_id, pods)
+            reservation = candidate.offering.reservation_id
+            key = (candidate.image_id, pods, reservation)
             if key not in templates:
                 bootstrap = userdata.NodeBootstrap(
                     cluster=self.cluster,
                     max_pods=pods,
-                    labels=labels,
+                    labels={**labels, **candidate.offering.reservation_labels()},
                     taints=[*nodeclaim.taints, *nodeclaim.startup_taints],
                     kubelet=readable_kubelet(nodeclass.kubelet),
                     custom=nodeclass.user_data,
@@ -373,7 +450,12 @@ class AWSCloudProvider:
                 except userdata.UserDataError as error:
                     raise NodeClassNotReadyError(str(error)) from error
                 template = build_launch_template(
-                    self.cluster.name, nodeclass, candidate.image_id, text, tags
+                    self.cluster.name,
+                    nodeclass,
+                    candidate.image_id,
+                    text,
+                    tags,
+                    candidate.offering if reservation else None,
                 )
                 templates[key] = self.launch_templates.ensure(template)
             overrides.append(
@@ -400,7 +482,16 @@ class AWSCloudProvider:
         launched = copy.deepcopy(nodeclaim)
         instance_type = by_name[instance["InstanceType"]]
         zone = instance["Placement"]["AvailabilityZone"]
-        self._describe_launch(launched, nodeclass, instance, instance_type, zone, capacity_type)
+        chosen = _chosen(result, candidates)
+        self._describe_launch(
+            launched,
+            nodeclass,
+            instance,
+            instance_type,
+            zone,
+            capacity_type,
+            chosen.offering.reservation_labels() if chosen else {},
+        )
         return launched
 
     def _fleet_instance(
@@ -410,14 +501,7 @@ class AWSCloudProvider:
         was given: no DescribeInstances, which could fail (throttled) after the launch
         succeeded and make the NodeClaim launch a second instance, as upstream
         builds it from the fleet's answer. Described only should the answer lack it."""
-        chosen = next(
-            (
-                c
-                for c in candidates
-                if (c.instance_type.name, c.zone) == (result.instance_type, result.zone)
-            ),
-            None,
-        )
+        chosen = _chosen(result, candidates)
         if chosen is not None:
             return {
                 "InstanceId": result.instance_id,
@@ -440,12 +524,17 @@ class AWSCloudProvider:
         instance_type: InstanceType | None,
         zone: str,
         capacity_type: str,
+        in_reservation: Mapping[str, str],
     ) -> None:
-        """Fill in what was launched: labels, hash annotation and status."""
+        """Fill in what was launched: labels (the capacity reservation's, when it went
+        into one), hash annotation and status."""
         if instance_type is not None:
             nodeclaim.labels.update(_single_values(instance_type.requirements))
+            for key in RESERVATION_LABELS:
+                nodeclaim.labels.pop(key, None)  # the type's, not necessarily the node's
             nodeclaim.status.capacity = res.format_resource_list(instance_type.capacity)
             nodeclaim.status.allocatable = res.format_resource_list(instance_type.allocatable)
+        nodeclaim.labels.update(in_reservation)
         nodeclaim.labels.update(
             {
                 wk.INSTANCE_TYPE: instance["InstanceType"],
@@ -469,11 +558,7 @@ class AWSCloudProvider:
         tags = from_tag_list(instance.get("Tags"))
         class_name = tags.get(wk.EC2NODECLASS, "")
         nodeclass = self.nodeclasses(class_name) if class_name else None
-        capacity_type = (
-            wk.CAPACITY_TYPE_SPOT
-            if instance.get("InstanceLifecycle") == "spot"
-            else wk.CAPACITY_TYPE_ON_DEMAND
-        )
+        capacity_type = instance_capacity_type(instance)
         zone = instance["Placement"]["AvailabilityZone"]
         labels = {wk.NODEPOOL: tags[wk.NODEPOOL]} if wk.NODEPOOL in tags else {}
         launch_time = instance.get("LaunchTime")
@@ -490,6 +575,7 @@ class AWSCloudProvider:
             self._instance_type(instance["InstanceType"], nodeclass, zone, capacity_type),
             zone,
             capacity_type,
+            _reservation_labels(instance, nodeclass),
         )
         return nodeclaim
 
@@ -559,9 +645,11 @@ class AWSCloudProvider:
         return instances
 
     def delete(self, nodeclaim: NodeClaim) -> None:
-        """Terminate the instance; NodeClaimNotFoundError once it is gone."""
+        """Terminate the instance (its capacity reservation's slot is free again);
+        NodeClaimNotFoundError once it is gone."""
         instance_id = instance_id_of(nodeclaim.status.provider_id)
-        if self.describe_instance(instance_id) is None:
+        instance = self.describe_instance(instance_id)
+        if instance is None:
             raise NodeClaimNotFoundError(f"instance {instance_id} not found")
         try:
             self.clients.ec2.terminate_instances(InstanceIds=[instance_id])
@@ -569,13 +657,16 @@ class AWSCloudProvider:
             if error.response.get("Error", {}).get("Code") == "InvalidInstanceID.NotFound":
                 raise NodeClaimNotFoundError(f"instance {instance_id} not found") from error
             raise CloudProviderError(f"terminating {instance_id} failed: {error}") from error
+        if instance.get("CapacityReservationId"):
+            self.reservations.released(instance["CapacityReservationId"])
 
     # --- drift -------------------------------------------------------------------
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """NodeClassDrift (static hash changed), or AMIDrift / SubnetDrift /
-        SecurityGroupDrift when the instance's AMI, subnet or one of its security groups is
-        no longer selected by the class [SPEC 7.6]."""
+        SecurityGroupDrift / CapacityReservationDrift when the instance's AMI, subnet, one
+        of its security groups or its capacity reservation is no longer selected by the
+        class [SPEC 7.6]."""
         nodeclass = self.nodeclasses(nodeclaim.node_class_ref.name)
         if nodeclass is None or not is_ready(nodeclass):
             return None
@@ -597,6 +688,11 @@ class AWSCloudProvider:
             return "SubnetDrift"
         if not _security_groups(instance) <= {g["id"] for g in status.get("securityGroups", [])}:
             return "SecurityGroupDrift"
+        reservation = instance.get("CapacityReservationId")
+        if reservation and reservation not in {
+            r["id"] for r in status.get("capacityReservations", [])
+        }:
+            return "CapacityReservationDrift"
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
@@ -619,6 +715,41 @@ class AWSCloudProvider:
         """Remove what the controller created for a deleted class."""
         self.launch_templates.delete_for_nodeclass(nodeclass.name)
         self.resolver.instance_profiles.delete(nodeclass)
+
+
+def instance_capacity_type(instance: Mapping[str, Any]) -> str:
+    """An instance's capacity type: reserved in a capacity reservation, else spot or
+    on-demand by its lifecycle."""
+    if instance.get("CapacityReservationId"):
+        return wk.CAPACITY_TYPE_RESERVED
+    if instance.get("InstanceLifecycle") == "spot":
+        return wk.CAPACITY_TYPE_SPOT
+    return wk.CAPACITY_TYPE_ON_DEMAND
+
+
+def _reservation_labels(
+    instance: Mapping[str, Any], nodeclass: EC2NodeClass | None
+) -> dict[str, str]:
+    """The capacity reservation labels of a described instance (the type as its class's
+    status says, else default)."""
+    reservation_id = instance.get("CapacityReservationId")
+    if not reservation_id:
+        return {}
+    known = (nodeclass.status.get("capacityReservations") or []) if nodeclass else []
+    found = next((r for r in known if r["id"] == reservation_id), {})
+    return reservation_labels(reservation_id, found.get("reservationType"))
+
+
+def _chosen(result: FleetResult, candidates: Sequence[_Candidate]) -> _Candidate | None:
+    """The candidate CreateFleet launched (by type and zone)."""
+    return next(
+        (
+            c
+            for c in candidates
+            if (c.instance_type.name, c.zone) == (result.instance_type, result.zone)
+        ),
+        None,
+    )
 
 
 def _image_for(instance_type: InstanceType, nodeclass: EC2NodeClass) -> str | None:

@@ -50,8 +50,9 @@ class RunningInstance:
 
 
 def walk_the_controllers_aws_calls(env: Env, catalogue: InstanceTypeCatalogue) -> None:
-    """Start-up, a class resolved and finalized, a launch, listing, termination, the
-    template sweep, the interruption queue and the instance-status poll."""
+    """Start-up, a class resolved (with a capacity reservation) and finalized, a launch,
+    listing, termination, the template sweep, the interruption queue and the
+    instance-status poll."""
     eks, sqs = client(env, "eks", env.controller_keys), client(env, "sqs", env.controller_keys)
     env.audit.watch(eks, sqs)
     client(env, "eks", env.admin_keys).create_cluster(
@@ -63,8 +64,16 @@ def walk_the_controllers_aws_calls(env: Env, catalogue: InstanceTypeCatalogue) -
     with moto_unenforced(env):
         assert ClusterInfo.from_eks(eks, CLUSTER).name == CLUSTER
     stand = make_stand(env, catalogue, make_pricing(env.controller, catalogue))
-    nodeclass = stand.add_nodeclass()
+    reservation = env.clients.ec2.create_capacity_reservation(
+        InstanceType="m5.large",
+        InstancePlatform="Linux/UNIX",
+        AvailabilityZone="us-east-1a",
+        InstanceCount=1,
+    )["CapacityReservation"]["CapacityReservationId"]
+    nodeclass = stand.add_nodeclass(capacityReservationSelectorTerms=[{"id": reservation}])
+    assert [r["id"] for r in nodeclass.status["capacityReservations"]] == [reservation]
     launched = stand.provider.create(NodeClaim.from_dict(nodeclaim_dict("default-1", [M5])))
+    assert launched.labels[wk.CAPACITY_RESERVATION_ID] == reservation  # a launch into it
     assert [n.name for n in stand.provider.list()] == ["default-1"]
     instance_id = launched.status.provider_id.rsplit("/", 1)[-1]
     poller = InstanceStatusPoller(env.controller.ec2, interruption=RunningInstance(instance_id))
