@@ -216,7 +216,7 @@ def test_a_run_that_reaches_a_bound_is_exit_3_naming_the_step(
     assert out == ""
     assert err.startswith(
         f"joiner simulate: {path}: spec.steps[1] (wait): did not converge: the step budget "
-        "(spec.limits.steps: 40) ran out at t=21s of virtual time, after 41 steps and "
+        "(spec.limits.steps: 40) ran out at t=20s of virtual time, after 41 steps and "
     )  # then the wall time it took
     assert err.endswith("s (pending pods: 3, NodeClaims not yet initialized: 1)\n")
 
