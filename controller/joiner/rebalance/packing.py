@@ -32,8 +32,10 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 # $/hour charged per evicted pod: between targets of equal cost the one that moves
 # fewer pods wins, and no saving is ever given up for it.
 EVICTION_TIE_BREAK = 1e-6
-# Stop when the best answer found is proven within this fraction of the optimum.
-RELATIVE_GAP = 1e-4
+# Stop when the best answer found is proven within 1% of the optimum: closing the last
+# percent costs the optimizer most of its time, and the scheduler's placement decides
+# the final cost anyway.
+RELATIVE_GAP = 0.01
 
 
 @dataclass(frozen=True)

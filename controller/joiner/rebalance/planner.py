@@ -29,6 +29,10 @@ from joiner.scheduling.solver import solve
 from joiner.state.cluster import is_reschedulable
 
 DEFAULT_TIME_LIMIT = 1.0  # seconds the optimizer may take
+# The optimizer decides keep-or-drain for this many nodes, the least utilized; it keeps
+# the others (their free room still takes pods). Each is a binary variable: a few
+# hundred already take HiGHS past a second.
+MAX_DRAIN_CANDIDATES = 100
 # A verified plan may cost this much ($/hour) more than the optimizer counted: rounding.
 PRICE_TOLERANCE = 1e-9
 
@@ -174,18 +178,36 @@ def _propose(
             out[index[tuple(dims.vector(pod_requests(p, runtime)).tolist())]] += 1
         return out
 
+    rooms = {n.name: _free(n, dims, runtime) for n in snapshot.nodes}
+    candidates = _least_utilized(snapshot.nodes, movable, rooms, dims)
     holders = [
         packing.Holder(
             name=n.name,
             price=cluster.prices[n.name],
-            room=_free(n, dims, runtime),
-            movable=counts(movable.get(n.name, ())),
-            fixed=n.name not in movable,
+            room=rooms[n.name],
+            movable=counts(movable[n.name] if n.name in candidates else ()),
+            fixed=n.name not in candidates,
         )
         for n in snapshot.nodes
     ]
     options = _options(cluster, dims)
     return packing.propose(shapes, counts(cluster.pending), holders, options, time_limit)
+
+
+def _least_utilized(
+    nodes: Sequence[ExistingNode],
+    movable: Mapping[str, list[Pod]],
+    rooms: Mapping[str, np.ndarray],
+    dims: Dimensions,
+) -> set[str]:
+    """The ``MAX_DRAIN_CANDIDATES`` movable nodes whose fullest dimension is least used."""
+
+    def used(node: ExistingNode) -> float:
+        allocatable = np.maximum(dims.vector(node.allocatable).astype(float), 1.0)
+        return float(np.max(1.0 - rooms[node.name] / allocatable, initial=0.0))
+
+    ranked = sorted((n for n in nodes if n.name in movable), key=lambda n: (used(n), n.name))
+    return {n.name for n in ranked[:MAX_DRAIN_CANDIDATES]}
 
 
 def _free(node: ExistingNode, dims: Dimensions, runtime: Mapping) -> np.ndarray:
