@@ -3,11 +3,12 @@
 Three targets compete: ``STAY`` (nothing moves; pending pods get what the scheduler
 launches for them), ``GREEDY`` (every movable pod placed again by the scheduler on the
 pinned nodes and new ones: its bin packing and repack) and ``MILP`` (the packing
-model's proposal). The proposal counts room in aggregate and knows no affinity, spread,
-taint or volume rule, so it stands only if ``solve`` places every pod that moves on the
-nodes it keeps plus new nodes of the types it chose, for no more than it counted;
-otherwise, or when the optimizer runs out of time, the greedy target stands in. Of the
-valid targets the cheapest wins, then the one evicting fewer pods.
+model's proposal: which nodes to keep). The proposal counts room in aggregate and knows
+no affinity, spread, taint or volume rule, so ``solve`` places every pod that moves on
+the nodes it keeps plus whatever new nodes it needs: a pod it cannot place refuses the
+proposal, and new nodes beyond what the optimizer counted are noted and priced in. When
+the proposal is refused or the optimizer runs out of time, the greedy target stands
+in. Of the valid targets the cheapest wins, then the one evicting fewer pods.
 """
 
 from __future__ import annotations
@@ -129,13 +130,16 @@ def _verify(
         key, why = next(iter(placement.unplaceable.items()))
         return None, f"the scheduler cannot place pod {key} on its target: {why.message}"
     counted = proposal.cost - sum(cluster.prices[n.name] for n in kept)
+    note = ""
     if placement.price > counted + PRICE_TOLERANCE:
-        return None, (
+        # The aggregate room (or a rule the model does not know) undercounted: the
+        # scheduler's placement on the nodes kept still stands, at what it really costs.
+        note = (
             f"the scheduler needs ${placement.price:.4f}/h of new nodes for its target, "
             f"the optimizer counted ${counted:.4f}/h"
         )
     cost = _cost(cluster, drained, placement)
-    return _Target(MILP, drained, placement, cost, _evictions(movable, drained)), ""
+    return _Target(MILP, drained, placement, cost, _evictions(movable, drained)), note
 
 
 def _place(cluster: Cluster, pods: list[Pod], nodes: Sequence[ExistingNode]) -> Plan:

@@ -34,13 +34,11 @@ def _types() -> list[InstanceType]:
     ]
 
 
-def _pool() -> NodePool:
-    return NodePool.from_dict(
-        {
-            "metadata": {"name": "default"},
-            "spec": {"template": {"spec": {"nodeClassRef": {"name": "default"}}}},
-        }
-    )
+def _pool(limits: dict[str, str] | None = None) -> NodePool:
+    spec: dict[str, Any] = {"template": {"spec": {"nodeClassRef": {"name": "default"}}}}
+    if limits:
+        spec["limits"] = limits
+    return NodePool.from_dict({"metadata": {"name": "default"}, "spec": spec})
 
 
 def _node(name: str, size: str, pods: list[dict[str, Any]], zone: str = "zone-a") -> ExistingNode:
@@ -65,12 +63,14 @@ def _pods(prefix: str, count: int, cpu: str = "1", **spec: Any) -> list[dict[str
     ]
 
 
-def _cluster(nodes: list[ExistingNode], **fields: Any) -> Cluster:
+def _cluster(
+    nodes: list[ExistingNode], limits: dict[str, str] | None = None, **fields: Any
+) -> Cluster:
     sizes = {n.name: n.labels[wk.INSTANCE_TYPE] for n in nodes}
     return Cluster(
         snapshot=ClusterSnapshot(nodes=nodes),
         prices={name: PRICES[size] for name, size in sizes.items()},
-        nodepools=[_pool()],
+        nodepools=[_pool(limits)],
         instance_types={"default": _types()},
         **fields,
     )
@@ -226,6 +226,17 @@ def test_verification_refuses_a_target_that_breaks_a_spread_and_the_greedy_one_s
     }
     zones = [_zones(claim) for move in result.moves for claim in move.launch]
     assert zones == [["zone-a"], ["zone-b"]]
+
+
+def test_verification_refuses_a_target_whose_spread_the_pool_limits_cannot_keep():
+    # As above, but the pool may hold 5 CPU: with node-a kept (4 CPU), the node zone-b
+    # needs for web-1 is beyond the limit, so the scheduler cannot place web-1 there. The
+    # greedy target fails the limit too (its first node may be a medium, as the
+    # scheduler counts a launch at its largest candidate), so nothing moves.
+    result = plan(_cluster(_spread_pair(), limits={"cpu": "5"}))
+    [note] = result.notes
+    assert note.startswith("milp: the scheduler cannot place pod default/web-1 on its target: ")
+    assert (result.method, result.moves, result.kept) == (STAY, [], ["node-a", "node-b"])
 
 
 def _zones(claim) -> list[str]:
