@@ -144,7 +144,9 @@ def plateau(provider: str, shape: DayShape) -> tuple[Cluster, float] | None:
         now=simulation.clock.now(),
     )
     cpu, memory = requests_at(replicas_at(shape, hour))
-    return cluster, fractional_lower_bound(cpu, memory, bound_options(simulation))
+    bound = fractional_lower_bound(cpu, memory, bound_options(simulation))
+    simulation.close()
+    return cluster, bound
 
 
 def _steps_until(steps: list[dict], hour: float) -> list[dict]:
