@@ -108,6 +108,8 @@ def report(name: str, timed_plan: Timed, bound: float | None = None) -> None:
         f"    moves {len(result.moves)}: launch {launched}, drain {drained}, "
         f"evict {result.evictions} pods; saves ${result.saving:.3f}/h"
     )
+    for method, (cost, evictions) in sorted(result.considered.items()):
+        print(f"    {method:6} target ${cost:.3f}/h, evicts {evictions}")
     for note in result.notes:
         print(f"    note: {note}")
     print(f"    planner seconds, wall {spread(timed_plan.wall)}; CPU {spread(timed_plan.cpu)}")

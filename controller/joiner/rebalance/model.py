@@ -61,9 +61,10 @@ class Move:
 @dataclass
 class RebalancePlan:
     """From the cluster to its ``target``: the nodes ``kept`` and the NodeClaims to
-    ``launch``, through ``moves`` (largest saving first). ``method`` says where the
-    target comes from (``MILP``, ``GREEDY`` or ``STAY``), ``pinned`` which nodes stay
-    and why, ``notes`` why the optimizer's proposal was not taken, if it was not."""
+        ``launch``, through ``moves`` (largest saving first). ``method`` says where the
+        target comes from (``MILP``, ``GREEDY`` or ``STAY``), ``pinned`` which nodes stay
+        and why, ``notes`` what the scheduler found wrong with the optimizer's proposal, and
+    ``considered`` what each valid target would cost and evict."""
 
     method: str
     current_cost: float
@@ -73,6 +74,8 @@ class RebalancePlan:
     moves: list[Move]
     pinned: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # every valid target, by method: ($/hour, pods evicted)
+    considered: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     @property
     def saving(self) -> float:

@@ -75,6 +75,7 @@ def plan(cluster: Cluster, time_limit: float = DEFAULT_TIME_LIMIT) -> RebalanceP
         moves=ordered_moves(best.drained, best.placement.nodeclaims, evicted, cluster.prices),
         pinned=pinned,
         notes=[f"milp: {refused}"] if refused else [],
+        considered={t.method: (t.cost, t.evictions) for t in valid},
     )
 
 

@@ -118,6 +118,9 @@ def test_a_fragmented_pair_is_merged_by_draining_the_node_with_fewer_pods():
     }
     assert result.evictions == 1
     assert result.notes == []
+    # the greedy repack reaches the same cost by evicting every pod
+    considered = {m: (round(c, 6), e) for m, (c, e) in result.considered.items()}
+    assert considered == {MILP: (0.17, 1), GREEDY: (0.17, 4), STAY: (0.34, 0)}
 
 
 def test_one_node_is_replaced_by_two_cheaper_ones():
