@@ -50,6 +50,7 @@ class _Target:
 def plan(cluster: Cluster, time_limit: float = DEFAULT_TIME_LIMIT) -> RebalancePlan:
     """The cheapest verified target for ``cluster`` and the moves to it. ``time_limit``
     bounds the optimizer; the scheduler's passes come on top."""
+    cluster, stranded = _placeable_pending(cluster)
     nodes = cluster.snapshot.nodes
     pinned = _pinned(cluster)
     movable = {
@@ -60,9 +61,7 @@ def plan(cluster: Cluster, time_limit: float = DEFAULT_TIME_LIMIT) -> RebalanceP
     if proposal is not None:
         verified, refused = _verify(cluster, movable, proposal)
         targets.append(verified)
-    valid = [t for t in targets if t is not None]
-    if not valid:
-        raise ValueError("no target places every pod: pending pods fit no NodePool")
+    valid = [t for t in targets if t is not None]  # stay always is
     order = {STAY: 0, MILP: 1, GREEDY: 2}  # at equal cost and churn, the least change
     best = min(valid, key=lambda t: (round(t.cost, 9), t.evictions, order[t.method]))
     evicted = {name: [pod_key(p) for p in movable[name]] for name in best.drained}
@@ -74,9 +73,21 @@ def plan(cluster: Cluster, time_limit: float = DEFAULT_TIME_LIMIT) -> RebalanceP
         launch=list(best.placement.nodeclaims),
         moves=ordered_moves(best.drained, best.placement.nodeclaims, evicted, cluster.prices),
         pinned=pinned,
-        notes=[f"milp: {refused}"] if refused else [],
+        notes=stranded + ([f"milp: {refused}"] if refused else []),
         considered={t.method: (t.cost, t.evictions) for t in valid},
     )
+
+
+def _placeable_pending(cluster: Cluster) -> tuple[Cluster, list[str]]:
+    """The cluster without the pending pods the scheduler cannot place as it is (no
+    target moves them), and a note naming them."""
+    placement = _place(cluster, list(cluster.pending), cluster.snapshot.nodes)
+    if not placement.unplaceable:
+        return cluster, []
+    placeable = [p for p in cluster.pending if pod_key(p) not in placement.unplaceable]
+    keys = ", ".join(sorted(placement.unplaceable))
+    note = f"pending pods no target can place, left out: {keys}"
+    return dataclasses.replace(cluster, pending=placeable), [note]
 
 
 def _pinned(cluster: Cluster) -> dict[str, str]:
@@ -98,10 +109,8 @@ def _pinned(cluster: Cluster) -> dict[str, str]:
 # --- the targets -------------------------------------------------------------------------
 
 
-def _stay(cluster: Cluster) -> _Target | None:
+def _stay(cluster: Cluster) -> _Target:
     placement = _place(cluster, list(cluster.pending), cluster.snapshot.nodes)
-    if placement.unplaceable:
-        return None
     return _Target(STAY, [], placement, _cost(cluster, [], placement), 0)
 
 

@@ -275,3 +275,11 @@ def test_pending_pods_are_placed_by_the_target():
 def test_a_cluster_already_at_its_cheapest_stays(time_limit):
     result = plan(_cluster([_node("node-a", "small", _pods("a", 1))]), time_limit=time_limit)
     assert (result.method, result.moves, result.target_cost) == (STAY, [], 0.10)
+
+
+def test_a_pending_pod_that_fits_nowhere_is_left_out_and_named():
+    pending = [pod("huge", cpu="100", memory="1Gi"), *_pods("p", 1)]
+    result = plan(_cluster(_fragmented_pair(), pending=pending))
+    assert result.notes == ["pending pods no target can place, left out: default/huge"]
+    # the rest as without it
+    assert (result.method, result.kept, round(result.target_cost, 6)) == (MILP, ["node-a"], 0.27)
