@@ -146,9 +146,7 @@ def plateau(provider: str, shape: DayShape) -> tuple[Cluster, float] | None:
         now=simulation.clock.now(),
     )
     cpu, memory = requests_at(replicas_at(shape, hour))
-    bound = fractional_lower_bound(cpu, memory, bound_options(simulation))
-    simulation.close()
-    return cluster, bound
+    return cluster, fractional_lower_bound(cpu, memory, bound_options(simulation))
 
 
 def _steps_until(steps: list[dict], hour: float) -> list[dict]:
