@@ -8,7 +8,7 @@ turns it into the scheduler's input.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from joiner.api import labels as wk
@@ -104,6 +104,15 @@ def _reindex(index: dict[str, list[str]], key: str, before: str | None, after: s
 def nomination_window(batch_max: float) -> float:
     """Seconds a nomination holds for a provisioning batch of at most ``batch_max``."""
     return max(2 * batch_max, MIN_NOMINATION_WINDOW)
+
+
+def is_reschedulable(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod must find a new home when its node goes: not a daemonset's, mirror
+    or already terminating pod."""
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionTimestamp") or MIRROR_POD_ANNOTATION in (meta.get("annotations") or {}):
+        return False
+    return not any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ())
 
 
 class ClusterState:
@@ -368,18 +377,7 @@ class ClusterState:
     def reschedulable_pods(self, node_names: Iterable[str]) -> list[dict[str, Any]]:
         """Pods that must find a new home if these nodes go: not daemonset, mirror,
         terminal or already terminating pods."""
-        out = []
-        for name in node_names:
-            for pod in self.pods_on(name):
-                meta = pod.get("metadata") or {}
-                if meta.get("deletionTimestamp") or MIRROR_POD_ANNOTATION in (
-                    meta.get("annotations") or {}
-                ):
-                    continue
-                if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
-                    continue
-                out.append(pod)
-        return out
+        return [pod for name in node_names for pod in self.pods_on(name) if is_reschedulable(pod)]
 
     def snapshot(self, exclude: Iterable[str] = ()) -> ClusterSnapshot:
         """The scheduler's view: nodes that can take pods (not deleting, not marked,

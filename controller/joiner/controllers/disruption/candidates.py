@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,19 +128,25 @@ def blocked_by(
 ) -> str | None:
     """Why this node may not be disrupted voluntarily, or None."""
     node_until = do_not_disrupt_until(node.node, None) if node.node is not None else None
-    return _blocked(node.name, node_until, _annotated(pods), _blocking_pdb(state, pods), now)
+    return blocked_reason(
+        node.name,
+        node_until,
+        annotated_pods(pods),
+        blocking_pdb(state.objects["PodDisruptionBudget"], pods),
+        now,
+    )
 
 
-def _blocked(
+def blocked_reason(
     name: str,
     node_until: float | None,
     annotated: list[dict[str, Any]],
     pdb: str | None,
     now: float,
 ) -> str | None:
-    """``blocked_by`` from until when the node's do-not-disrupt protects it, its pods
-    carrying do-not-disrupt, and the PDB that stops its pods from leaving (the first by
-    key), if any."""
+    """Why a node may not be disrupted voluntarily (``blocked_by``), from until when the
+    node's do-not-disrupt protects it, its pods carrying do-not-disrupt, and the PDB that
+    stops its pods from leaving (the first by key), if any."""
     if node_until is not None and node_until > now:
         return f"do-not-disrupt on node {name}"
     for pod in annotated:
@@ -153,7 +159,7 @@ def _blocked(
     return None
 
 
-def _annotated(pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def annotated_pods(pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         p for p in pods if wk.DO_NOT_DISRUPT in ((p.get("metadata") or {}).get("annotations") or {})
     ]
@@ -183,8 +189,8 @@ def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
     def compute() -> _PodFacts:
         reschedulable = state.reschedulable_pods([node_name])
         return _PodFacts(
-            annotated=_annotated(pods),
-            pdb=_blocking_pdb(state, pods),
+            annotated=annotated_pods(pods),
+            pdb=blocking_pdb(state.objects["PodDisruptionBudget"], pods),
             reschedulable=reschedulable,
             eviction_cost=sum(
                 eviction_cost(p, deletion_cost_managed=managed) for p in reschedulable
@@ -194,8 +200,12 @@ def _pod_facts(state: ClusterState, node_name: str) -> _PodFacts:
     return _facts.remember((pods, *pdbs.values()), compute, key=managed, slot=(node_name, managed))
 
 
-def _blocking_pdb(state: ClusterState, pods: Sequence[dict[str, Any]]) -> str | None:
-    for key, pdb in state.objects["PodDisruptionBudget"].items():
+def blocking_pdb(
+    pdbs: Mapping[str, Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """The key of the first PDB (by ``pdbs`` order) that allows no disruption and selects
+    one of ``pods``, or None."""
+    for key, pdb in pdbs.items():
         if ((pdb.get("status") or {}).get("disruptionsAllowed", 1)) > 0:
             continue
         selector = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
@@ -233,7 +243,7 @@ def candidates_until(
         if not _eligible(state, machine):
             continue  # starting, already going, or just chosen for pods: nothing to explain
         facts = _pod_facts(state, machine.name)
-        why = _blocked(machine.name, machine.protected_until, facts.annotated, facts.pdb, now)
+        why = blocked_reason(machine.name, machine.protected_until, facts.annotated, facts.pdb, now)
         until = min(until, _protection_ends(machine, facts, now))
         if why is not None:
             skipped[machine.name] = why
