@@ -265,6 +265,28 @@ def test_snapshot_leaves_out_deleting_marked_and_excluded_nodes(state: ClusterSt
     assert "marked" not in state.marked_for_deletion
 
 
+def test_a_snapshot_node_stays_one_object_until_its_node_or_pods_change(
+    state: ClusterState,
+) -> None:
+    """Solvers remember per-node facts by the identity of what the snapshot gives them:
+    another pod's change (a new state generation) hands the other nodes out unchanged."""
+    for name in ("n1", "n2"):
+        state.apply("ADDED", nodeclaim(name, f"aws:///a/{name}"))
+        state.apply("ADDED", node(name, f"aws:///a/{name}"))
+    state.apply("ADDED", pod("a", node="n1"))
+    state.apply("ADDED", pod("b", node="n2"))
+    first = {n.name: n for n in state.snapshot().nodes}
+    state.apply("MODIFIED", pod("b", node="n2", labels={"x": "y"}))
+    second = {n.name: n for n in state.snapshot().nodes}
+    assert second["n1"] is first["n1"]
+    assert second["n2"] is not first["n2"]
+    assert second["n2"].pods[0]["metadata"]["labels"] == {"x": "y"}
+    state.apply("MODIFIED", node("n1", "aws:///a/n1", ready=False))
+    third = {n.name: n for n in state.snapshot().nodes}
+    assert third["n1"] is not first["n1"]
+    assert [p["metadata"]["name"] for p in third["n1"].pods] == ["a"]
+
+
 def test_a_node_is_leaving_when_deleted_or_marked_by_either_name(state: ClusterState) -> None:
     """Being deleted (its NodeClaim or its Node), or marked for deletion by the NodeClaim's
     name or the Node's: the one test every disruption view uses."""

@@ -350,7 +350,7 @@ class Disruption:
         return self._room
 
     def _unrequested(self, node: StateNode) -> res.ResourceList:
-        pods = self.state.pods_on(node.name)
+        pods = self.state.bound_pods(node.name)  # the same tuple until a pod changes
         requested = occupancy(pods, {}, VolumeCatalog(), slot=("disruption", node.name)).requests
         return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
