@@ -120,6 +120,11 @@ class ClusterState:
         self.nodepools: dict[str, NodePool] = {}
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         self._pods_by_node: dict[str, set[str]] = {}
+        # Keys of the pods not bound to a node, in the order of ``objects["Pod"]`` (a pod
+        # is bound once, and never unbound): only these can be provisionable, and a scan
+        # of every pod for them on each NodeClaim deletion and batch was 3% of a
+        # simulated day with thousands of pods running.
+        self._unbound: dict[str, None] = {}
         # node name -> its bound pods as one tuple, rebuilt only when one of them changes:
         # a disruption pass asks for every node's pods every 10 seconds, and most nodes'
         # pods stay the same while others' change.
@@ -218,6 +223,10 @@ class ClusterState:
             self._pods_by_node.setdefault(new_node, set()).add(key)
         if new_node or current is None:
             self._nominations.pop(key, None)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            self._unbound.pop(key, None)
+        else:
+            self._unbound[key] = None
         return frozenset(moved) if moved else NO_NODES
 
     @staticmethod
@@ -286,7 +295,8 @@ class ClusterState:
         return pods
 
     def provisionable_pods(self) -> list[dict[str, Any]]:
-        return [pod for pod in self.pods.values() if is_provisionable(pod)]
+        pods = self.pods
+        return [pods[key] for key in self._unbound if is_provisionable(pods[key])]
 
     def state_nodes(self) -> list[StateNode]:
         """Every NodeClaim (joined with its Node by providerID) and every unmanaged Node."""

@@ -92,6 +92,21 @@ def test_provisionable_pods_follow_spec_3_1() -> None:
     assert [name for name, p in cases.items() if is_provisionable(p)] == ["pending"]
 
 
+def test_provisionable_pods_come_in_the_order_the_state_holds_pods(state: ClusterState) -> None:
+    """Only unbound pods are looked at, in the order a scan of every pod would find them
+    (the solver's order): binding or deleting takes a pod out, re-creating puts it last."""
+    for name in ("a", "b", "c", "d"):
+        state.apply("ADDED", pod(name))
+    state.apply("ADDED", pod("bound", node="n1"))
+    state.apply("MODIFIED", pod("b", node="n1"))  # bound
+    state.apply("MODIFIED", pod("c", labels={"x": "y"}))  # still pending, keeps its place
+    state.apply("DELETED", pod("a"))
+    state.apply("ADDED", pod("a"))  # re-created: last
+    names = [p["metadata"]["name"] for p in state.provisionable_pods()]
+    assert names == ["c", "d", "a"]
+    assert names == [p["metadata"]["name"] for p in state.pods.values() if is_provisionable(p)]
+
+
 def test_synced_only_after_every_kind_is_listed(state: ClusterState) -> None:
     for kind in WATCHED_KINDS[:-1]:
         state.mark_listed(kind)
