@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.identity import IdentityCache
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
 GT, LT, GTE, LTE = "Gt", "Lt", "Gte", "Lte"
@@ -444,10 +445,24 @@ class Requirements(Mapping[str, Requirement]):
 # this way (15% of a simulated day when built afresh each time), and they rarely change.
 _NODE_LABELS_KEPT = 20_000
 _node_labels: dict[frozenset[tuple[str, str]], Requirements] = {}
+# The same, by the identity of the labels dict: a node's labels reach every solve as the
+# same dict until the node changes, and keying them by content (a frozenset of 20-odd
+# items per node per solve) was 2-3% of a simulated day.
+_NODE_LABEL_DICTS_KEPT = 4_096
+_node_label_dicts: IdentityCache[Requirements] = IdentityCache(_NODE_LABEL_DICTS_KEPT)
 
 
 def labels_requirements(labels: Mapping[str, str]) -> Requirements:
-    """``Requirements.from_labels(labels)``, shared between callers: never edit it."""
+    """``Requirements.from_labels(labels)``, shared between callers: never edit it, nor
+    ``labels`` once passed (a node's labels as read, e.g. ``ExistingNode.labels``)."""
+    found = _node_label_dicts.get((labels,))
+    if found is None:
+        found = _labels_requirements(labels)
+        _node_label_dicts.put((labels,), found)
+    return found
+
+
+def _labels_requirements(labels: Mapping[str, str]) -> Requirements:
     key = frozenset(labels.items())
     found = _node_labels.get(key)
     if found is None:

@@ -19,7 +19,7 @@ from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import TRUE, set_condition
 from joiner.api.ec2nodeclass import EC2NodeClass
-from joiner.api.nodeclaim import NodeClaim
+from joiner.api.nodeclaim import NodeClaim, NodeClaimStatus
 from joiner.api.nodepool import NodePool
 from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.clock import Clock, FakeClock
@@ -107,6 +107,7 @@ def benchmark_instance_types(count: int = 400) -> list[InstanceType]:
 @dataclass
 class FakeInstance:
     frozen: bytes  # the launched NodeClaim, pickled: each reader gets its own copy
+    described: bytes  # the instance as a listing describes it, pickled likewise
     instance_type: str
     zone: str
     capacity_type: str
@@ -115,9 +116,16 @@ class FakeInstance:
 
     @property
     def nodeclaim(self) -> NodeClaim:
-        """The launched NodeClaim, a copy of the caller's own (a pickle round trip:
-        garbage collection lists every instance every two minutes)."""
+        """The launched NodeClaim, a copy of the caller's own (a pickle round trip)."""
         return pickle.loads(self.frozen)
+
+    @property
+    def listed(self) -> NodeClaim:
+        """The instance as ``list`` gives it (a copy of the caller's own): what the AWS
+        provider's listing knows, the name, labels, node class, provider ID, capacity
+        and allocatable, not the whole launched NodeClaim. Garbage collection lists every
+        instance every two minutes, and the whole claim cost twice as much to copy."""
+        return pickle.loads(self.described)
 
 
 class FakeCloudProvider:
@@ -213,7 +221,7 @@ class FakeCloudProvider:
         return instance.nodeclaim
 
     def list(self) -> list[NodeClaim]:
-        return [i.nodeclaim for i in self.instances.values()]
+        return [i.listed for i in self.instances.values()]
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         return self.drifted.get(nodeclaim.status.provider_id or "")
@@ -306,6 +314,7 @@ class FakeCloudProvider:
         )
         instance = FakeInstance(
             pickle.dumps(launched, pickle.HIGHEST_PROTOCOL),
+            pickle.dumps(_described(launched), pickle.HIGHEST_PROTOCOL),
             instance_type.name,
             offering.zone,
             offering.capacity_type,
@@ -314,6 +323,21 @@ class FakeCloudProvider:
         )
         self.instances[launched.status.provider_id] = instance
         return instance.nodeclaim
+
+
+def _described(launched: NodeClaim) -> NodeClaim:
+    """What a listing of the cloud's instances says of one (see ``FakeInstance.listed``)."""
+    metadata = {"name": launched.name, "labels": dict(launched.labels)}
+    status = launched.status
+    return NodeClaim(
+        metadata=metadata,
+        node_class_ref=launched.node_class_ref,
+        status=NodeClaimStatus(
+            provider_id=status.provider_id,
+            capacity=dict(status.capacity),
+            allocatable=dict(status.allocatable),
+        ),
+    )
 
 
 def _copy(nodeclaim: NodeClaim) -> NodeClaim:

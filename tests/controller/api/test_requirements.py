@@ -18,6 +18,7 @@ from joiner.api.requirements import (
     Requirement,
     RequirementError,
     Requirements,
+    labels_requirements,
 )
 
 KEY = "example.com/team"
@@ -528,3 +529,15 @@ def test_zero_padded_integers_satisfy_bounds_but_not_value_sets() -> None:
 def test_satisfied_by_labels_matches_the_model(a: list, label: str | None) -> None:
     node_labels = {} if label is None else {KEY: label}
     assert reqs(build(a)).satisfied_by_labels(node_labels) is model(a, label)
+
+
+def test_node_labels_requirements_are_shared_by_dict_and_by_content() -> None:
+    """One read-only Requirements per labels dict (a node's, as read), and per content."""
+    labels = {wk.HOSTNAME: "n1", KEY: "a"}
+    first = labels_requirements(labels)
+    assert labels_requirements(labels) is first
+    assert labels_requirements(dict(labels)) is first  # same content, another dict
+    relabelled = labels_requirements({**labels, KEY: "b"})  # a changed node: a new dict
+    assert relabelled.get_requirement(KEY).has("b")
+    assert not relabelled.get_requirement(KEY).has("a")
+    assert first == Requirements.from_labels(labels)

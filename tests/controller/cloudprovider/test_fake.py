@@ -294,6 +294,25 @@ def test_get_list_and_delete() -> None:
     assert cloud.get(second.status.provider_id).status.provider_id == second.status.provider_id
 
 
+def test_a_listing_describes_each_instance_as_aws_lists_it() -> None:
+    """Name, labels, node class, provider ID, capacity and allocatable: what garbage
+    collection and an AWS listing have, not the whole launched NodeClaim."""
+    cloud = FakeCloudProvider(catalogue())
+    launched = cloud.create(nodeclaim(name="a"))
+    [listed] = cloud.list()
+    assert listed.name == "a"
+    assert listed.labels == launched.labels
+    assert listed.node_class_ref == launched.node_class_ref
+    assert listed.status.provider_id == launched.status.provider_id
+    assert (listed.status.capacity, listed.status.allocatable) == (
+        launched.status.capacity,
+        launched.status.allocatable,
+    )
+    assert listed.requirements == []
+    cloud.delete(listed)
+    assert cloud.list() == []
+
+
 def test_returned_nodeclaims_are_copies() -> None:
     cloud = FakeCloudProvider(catalogue())
     launched = cloud.create(nodeclaim())

@@ -42,6 +42,13 @@ def test_the_same_pod_objects_give_the_remembered_occupancy() -> None:
     assert occupancy(list(pods), {}, NO_VOLUMES) is first
 
 
+def test_the_same_pod_list_gives_the_remembered_occupancy_whatever_its_slot() -> None:
+    pods = (pod("a", cpu="1"), pod("b", cpu="2"))
+    first = occupancy(pods, {}, NO_VOLUMES, slot=("solver", "n1"))
+    assert occupancy(pods, {}, NO_VOLUMES, slot=("disruption", "n1")) is first
+    assert occupancy(pods, {}, NO_VOLUMES).requests["cpu"] == 3000
+
+
 def test_a_changed_pod_is_a_new_object_and_is_counted_afresh() -> None:
     pods = [pod("a", cpu="1"), pod("b", cpu="2")]
     assert occupancy(pods, {}, NO_VOLUMES).requests["cpu"] == 3000

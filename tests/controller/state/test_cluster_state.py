@@ -92,6 +92,21 @@ def test_provisionable_pods_follow_spec_3_1() -> None:
     assert [name for name, p in cases.items() if is_provisionable(p)] == ["pending"]
 
 
+def test_provisionable_pods_come_in_the_order_the_state_holds_pods(state: ClusterState) -> None:
+    """Only unbound pods are looked at, in the order a scan of every pod would find them
+    (the solver's order): binding or deleting takes a pod out, re-creating puts it last."""
+    for name in ("a", "b", "c", "d"):
+        state.apply("ADDED", pod(name))
+    state.apply("ADDED", pod("bound", node="n1"))
+    state.apply("MODIFIED", pod("b", node="n1"))  # bound
+    state.apply("MODIFIED", pod("c", labels={"x": "y"}))  # still pending, keeps its place
+    state.apply("DELETED", pod("a"))
+    state.apply("ADDED", pod("a"))  # re-created: last
+    names = [p["metadata"]["name"] for p in state.provisionable_pods()]
+    assert names == ["c", "d", "a"]
+    assert names == [p["metadata"]["name"] for p in state.pods.values() if is_provisionable(p)]
+
+
 def test_synced_only_after_every_kind_is_listed(state: ClusterState) -> None:
     for kind in WATCHED_KINDS[:-1]:
         state.mark_listed(kind)
@@ -263,6 +278,28 @@ def test_snapshot_leaves_out_deleting_marked_and_excluded_nodes(state: ClusterSt
     assert [p["metadata"]["name"] for p in snapshot.nodes[0].pods] == ["p"]
     state.apply("DELETED", nodeclaim("marked"))
     assert "marked" not in state.marked_for_deletion
+
+
+def test_a_snapshot_node_stays_one_object_until_its_node_or_pods_change(
+    state: ClusterState,
+) -> None:
+    """Solvers remember per-node facts by the identity of what the snapshot gives them:
+    another pod's change (a new state generation) hands the other nodes out unchanged."""
+    for name in ("n1", "n2"):
+        state.apply("ADDED", nodeclaim(name, f"aws:///a/{name}"))
+        state.apply("ADDED", node(name, f"aws:///a/{name}"))
+    state.apply("ADDED", pod("a", node="n1"))
+    state.apply("ADDED", pod("b", node="n2"))
+    first = {n.name: n for n in state.snapshot().nodes}
+    state.apply("MODIFIED", pod("b", node="n2", labels={"x": "y"}))
+    second = {n.name: n for n in state.snapshot().nodes}
+    assert second["n1"] is first["n1"]
+    assert second["n2"] is not first["n2"]
+    assert second["n2"].pods[0]["metadata"]["labels"] == {"x": "y"}
+    state.apply("MODIFIED", node("n1", "aws:///a/n1", ready=False))
+    third = {n.name: n for n in state.snapshot().nodes}
+    assert third["n1"] is not first["n1"]
+    assert [p["metadata"]["name"] for p in third["n1"].pods] == ["a"]
 
 
 def test_a_node_is_leaving_when_deleted_or_marked_by_either_name(state: ClusterState) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
@@ -107,6 +108,9 @@ class Disruption:
         # Free room on each node simulations may use, for the basis below.
         self._room = methods.Rooms.of({})
         self._room_basis: tuple | None = None
+        # Each node's free room, by the node (rebuilt when any Node or NodeClaim changes)
+        # and its pods: most state changes leave most nodes' rooms as they were.
+        self._unrequested: IdentityCache[res.ResourceList] = IdentityCache(PODS_LISTS_KEPT)
         # The candidates of the state (see _candidates): key, list, skipped, valid until.
         self._built: tuple[tuple, list[Candidate], dict[str, str], float] | None = None
         # What the last pass that found nothing read (candidates, budget activity), and
@@ -384,19 +388,19 @@ class Disruption:
             for sn in self.state.state_nodes():
                 if self.state.leaving(sn) or not sn.initialized:
                     continue
-                room[sn.name] = self.state.memo(
-                    ("disruption.free", sn.name, self._chunks_version()),
-                    lambda sn=sn: self._unrequested(sn),
+                pods = self.state.bound_pods(sn.name)  # the same tuple until a pod changes
+                room[sn.name] = self._unrequested.remember(
+                    (sn, pods),
+                    lambda sn=sn, pods=pods: _unrequested(sn, (*pods, *self._chunks_on(sn))),
+                    key=self._chunks_version(),
+                    slot=sn.name,
                 )
             self._room, self._room_basis = methods.Rooms.of(room), basis
         return self._room
 
-    def _unrequested(self, node: StateNode) -> res.ResourceList:
-        pods = self.state.pods_on(node.name)
-        if self.buffers is not None:
-            pods += self.buffers.held_on(node.name)
-        requested = occupancy(pods, {}, VolumeCatalog(), slot=("disruption", node.name)).requests
-        return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
+    def _chunks_on(self, node: StateNode) -> tuple[dict[str, Any], ...]:
+        """The CapacityBuffer chunks ``node`` holds: they take its room as pods do."""
+        return self.buffers.held_on(node.name) if self.buffers is not None else ()
 
     def _explain_skips(self) -> None:
         """An event on every NodeClaim passed over, saying why. The same reasons as the
@@ -634,6 +638,11 @@ class Disruption:
                     it.cheapest_price() or 0.0,
                 )
         return prices
+
+
+def _unrequested(node: StateNode, pods: tuple[dict[str, Any], ...]) -> res.ResourceList:
+    requested = occupancy(pods, {}, VolumeCatalog(), slot=("disruption", node.name)).requests
+    return {k: max(0, v) for k, v in res.subtract(node.allocatable, requested).items()}
 
 
 def _consolidatable(candidate: Candidate) -> bool:

@@ -303,6 +303,11 @@ class Rooms:
     columns: Mapping[str, int]  # resource name -> its column
     free: np.ndarray
     exact: np.ndarray
+    # (resource names) -> the rooms in those columns: every candidate of a pass asks
+    # for the same few, and a copy per candidate was quadratic in nodes per pass
+    _selected: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(cls, by_node: Mapping[str, Mapping[str, int]]) -> Rooms:
@@ -315,15 +320,17 @@ class Rooms:
             _exact(rooms, names),
         )
 
-    def without(self, node: str, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The rooms of every node but ``node`` in the resources ``names`` (0 where a node
-        has none of one): saturated and exact."""
-        row = self.rows.get(node)
-        keep = [r for r in range(self.free.shape[0]) if r != row]
-        columns = [self.columns.get(name) for name in names]
-        return _columns(self.free[keep], columns, np.int64), _columns(
-            self.exact[keep], columns, object
-        )
+    def in_columns(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Every node's room in the resources ``names`` (0 where a node has none of one):
+        saturated and exact. Read only."""
+        found = self._selected.get(names)
+        if found is None:
+            columns = [self.columns.get(name) for name in names]
+            found = self._selected[names] = (
+                _columns(self.free, columns, np.int64),
+                _columns(self.exact, columns, object),
+            )
+        return found
 
 
 def _columns(matrix: np.ndarray, columns: Sequence[int | None], dtype: Any) -> np.ndarray:
@@ -365,8 +372,11 @@ def least_replacement_load(pods: PodShapes, rooms: Rooms, node: str = "") -> dic
     when they might all fit elsewhere."""
     if not pods.names:
         return {}
-    free, free_exact = rooms.without(node, pods.names)  # rooms x resources
+    free, free_exact = rooms.in_columns(pods.names)  # rooms x resources
     fit = (pods.shapes[:, None, :] <= free[None, :, :]).all(axis=2)  # shape fits room
+    own = rooms.rows.get(node)
+    if own is not None:  # the node's own room is not somewhere else to go
+        fit[:, own] = False
     movable, usable = fit.any(axis=1), fit.any(axis=0)
     # Sums in Python integers: a count of pods times a request, or many rooms together,
     # would overflow int64.

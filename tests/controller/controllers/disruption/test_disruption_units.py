@@ -237,6 +237,10 @@ def test_least_replacement_load_counts_stranded_pods_and_what_the_usable_rooms_l
         "pods": 1000,
     }
     assert least_replacement_load(PodShapes.of([big]), rooms, "elsewhere") == {}
+    # the rooms' columns are shared by every candidate of a pass: leaving one node's room
+    # out for one candidate leaves it in for the next
+    assert least_replacement_load(PodShapes.of([big]), rooms, "self") == {"cpu": 3000, "pods": 1000}
+    assert least_replacement_load(PodShapes.of([big]), rooms, "a") == {}
     assert least_replacement_load(PodShapes.of([]), rooms, "self") == {}
 
 
