@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
 import sys
 
 from joiner.api.duration import format_duration
@@ -53,10 +55,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--report", metavar="DIR", help="also write an HTML report with plots")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated names and uids")
+    parser.add_argument(
+        "--explain-at",
+        metavar="STEP",
+        help="instead of the whole run: run up to this step (its index or name) and explain "
+        "each pod waiting for capacity and each NodePool there, as `joiner explain` does "
+        "(docs/explain.md)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.explain_at is not None:
+        return _explain_at(args)
     if args.output == "table" and not rich_installed():  # before a run whose table is lost
         print(
             "joiner simulate: --output table needs rich: pip install 'joiner[sim]' "
@@ -89,6 +100,30 @@ def run(args: argparse.Namespace) -> int:
     if result.unsettled:
         return UNSETTLED_EXIT_CODE
     return 1 if result.failures else 0
+
+
+def _explain_at(args: argparse.Namespace) -> int:
+    """The answers of ``joiner explain`` for every pending pod and NodePool after a step."""
+    if args.report:
+        print("joiner simulate: --report needs the whole run, not --explain-at", file=sys.stderr)
+        return 2
+    from joiner.explain.cluster import Cluster
+    from joiner.explain.overview import explain_all
+    from joiner.explain.simulation import snapshot_at
+
+    try:
+        scenario = load_scenario(args.file)
+        overview = explain_all(
+            Cluster(snapshot_at(scenario, args.explain_at, args.seed, "--explain-at"))
+        )
+    except (ScenarioError, BoundReached) as err:
+        print(f"joiner simulate: {args.file}: {err}", file=sys.stderr)
+        return err.exit_code
+    if args.output == "json":
+        print(json.dumps(dataclasses.asdict(overview), indent=2))
+    else:
+        print("\n".join(overview.lines()))
+    return 0
 
 
 def _progress_bar(output: str) -> contextlib.AbstractContextManager[progress.Reporter | None]:

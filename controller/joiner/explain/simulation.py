@@ -13,8 +13,9 @@ from joiner.sim.engine import Simulation
 from joiner.sim.scenario import Scenario, ScenarioError
 
 
-def step_index(scenario: Scenario, step: str | None) -> int:
-    """The index of ``step`` (an index or a step's name); None: the last step."""
+def step_index(scenario: Scenario, step: str | None, option: str = "--at") -> int:
+    """The index of ``step`` (an index or a step's name; ``option`` named it); None: the
+    last step."""
     if step is None:
         return len(scenario.steps) - 1
     if step.isdigit() and int(step) < len(scenario.steps):
@@ -24,12 +25,14 @@ def step_index(scenario: Scenario, step: str | None) -> int:
             return candidate.index
     names = ", ".join(s.name for s in scenario.steps if s.name) or "none"
     raise ScenarioError(
-        f"--at {step}: no such step (steps 0-{len(scenario.steps) - 1}; names: {names})"
+        f"{option} {step}: no such step (steps 0-{len(scenario.steps) - 1}; names: {names})"
     )
 
 
-def snapshot_at(scenario: Scenario, step: str | None, seed: int = 0) -> Snapshot:
-    last = step_index(scenario, step)
+def snapshot_at(
+    scenario: Scenario, step: str | None, seed: int = 0, option: str = "--at"
+) -> Snapshot:
+    last = step_index(scenario, step, option)
     simulation = Simulation(dataclasses.replace(scenario, steps=scenario.steps[: last + 1]), seed)
     taken: list[Snapshot] = []
     simulation.run(before_close=lambda: taken.append(_read(simulation)))
