@@ -34,7 +34,7 @@ from joiner.controllers.disruption.candidates import (
 )
 from joiner.controllers.disruption.methods import Command, ConsolidationOptions
 from joiner.controllers.disruption.orchestration import KEY as ORCHESTRATION_KEY
-from joiner.controllers.disruption.orchestration import Orchestrator
+from joiner.controllers.disruption.orchestration import Orchestrator, Recovery
 from joiner.controllers.disruption.staticdrift import static_drift
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 KEY = "disruption"
 PASS_INTERVAL = 10.0
 VALIDATION_DELAY = 15.0
+AFTER_RELEASE = 1.0  # a pass waits this long for the watch to show the taints it removed
 WHEN_EMPTY = "WhenEmpty"
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
 PODS_LISTS_KEPT = 10_000  # nodes' pod lists whose requests are remembered
@@ -129,9 +130,15 @@ class Disruption:
     def reconcile(self, key: str) -> Result:
         if not self.state.synced or self.orchestrator.busy:
             return Result(requeue_after=PASS_INTERVAL)
-        if self.orchestrator.recover():
+        recovery = self.orchestrator.recover()
+        if recovery is Recovery.RESUMED:
             self.enqueue_orchestration(ORCHESTRATION_KEY)
             return Result(requeue_after=PASS_INTERVAL)
+        if recovery is Recovery.RELEASED:
+            # The state shows the removed taints until the watch brings the writes back: a
+            # pass now would keep pods off those nodes and launch a replacement they do not
+            # need. The next pass finds nothing to release once the state has caught up.
+            return Result(requeue_after=AFTER_RELEASE)
         self._new_pass()
         if self.pending is not None:
             self._validate_and_act()

@@ -10,6 +10,7 @@ import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from joiner.api import conditions as cond
@@ -29,6 +30,14 @@ log = logging.getLogger(__name__)
 KEY = "orchestration"
 REPLACEMENT_TIMEOUT = 10 * 60.0
 POLL = 2.0
+
+
+class Recovery(Enum):
+    """What ``Orchestrator.recover`` found of a previous process's commands."""
+
+    NOTHING = "nothing"
+    RELEASED = "released"  # taints of dropped commands removed
+    RESUMED = "resumed"  # a command taken up again
 
 
 @dataclass(frozen=True)
@@ -136,15 +145,17 @@ class Orchestrator(Controller):
 
     # --- after a restart ------------------------------------------------------------------
 
-    def recover(self) -> bool:
+    def recover(self) -> Recovery:
         """Take up what a previous process left (it restarted, or lost its leadership)
         with the nodes it tainted: a command whose replacements exist is resumed (marked
         and waited for again, from when they were created); a node no such command
         covers is untainted and its disruption reason cleared, as Karpenter does before
-        each pass, so it is a candidate like any other again. True when a command was
-        resumed (the orchestration queue then has work)."""
+        each pass, so it is a candidate like any other again. Says which happened: a
+        resumed command gives the orchestration queue work; a released node still shows
+        its taint in the state until the watch brings the write back."""
         replacing: dict[str, list[str]] | None = None  # read at the first tainted node
         resumed: dict[tuple[str, ...], InFlight] = {}
+        released = False
         for node in self.state.managed_nodes():
             claim = node.nodeclaim
             if claim is None or node.deleting or node.name in self.state.marked_for_deletion:
@@ -158,13 +169,16 @@ class Orchestrator(Controller):
             if not replacements:
                 log.info("node %s: disrupted taint of a dropped command removed", node.name)
                 self._release(target)
+                released = True
                 continue
             key = tuple(sorted(replacements))
             flight = resumed.setdefault(key, self._resumed(claim, replacements))
             flight.targets.append(target)
             self.state.marked_for_deletion.update({target.nodeclaim, target.node})
         self.in_flight.extend(resumed.values())
-        return bool(resumed)
+        if resumed:
+            return Recovery.RESUMED
+        return Recovery.RELEASED if released else Recovery.NOTHING
 
     def _replacements_by_target(self) -> dict[str, list[str]]:
         return replacements_by_target(self.state.nodeclaims.values())
