@@ -54,9 +54,12 @@ def test_top_shows_the_cluster_in_a_terminal_and_follows_it(
         second = f"{top_cluster.pool}b"
         top_cluster.add_node(second, "c5.xlarge", "spot", "3920m")
 
-        def redrawn() -> str:
+        def redrawn() -> str:  # the node is created, then its status set: two frames may come
             shown = terminal.screen()
-            return shown if rows(shown).get(top_cluster.pool, [None])[0] == "2" else ""
+            table = rows(shown)
+            both = table.get(top_cluster.pool, [None])[0] == "2"
+            ready = table.get(second, [])[5:6] == ["Ready"]
+            return shown if both and ready else ""
 
         screen = wait_for(redrawn, "the frame with the second node", timeout=30)
         assert rows(screen)[second][:7] == [
