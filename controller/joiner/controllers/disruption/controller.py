@@ -396,10 +396,12 @@ class Disruption:
                 if self.state.leaving(sn) or not sn.initialized:
                     continue
                 pods = self.state.bound_pods(sn.name)  # the same tuple until a pod changes
+                # the chunks move when any node's pods change (a placement is worked out
+                # again then): remembered by the very tuple the placement holds
+                chunks = self._chunks_on(sn)
                 room[sn.name] = self._unrequested.remember(
-                    (sn, pods),
-                    lambda sn=sn, pods=pods: _unrequested(sn, (*pods, *self._chunks_on(sn))),
-                    key=self._chunks_version(),
+                    (sn, pods, chunks),
+                    lambda sn=sn, pods=pods, chunks=chunks: _unrequested(sn, (*pods, *chunks)),
                     slot=sn.name,
                 )
             self._room, self._room_basis = methods.Rooms.of(room), basis
