@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 FAILURE_BACKOFF = Backoff(base=1.0, cap=30.0)
 
-FailureHook = Callable[[str], None]  # called with the loop's name after each failure
+FailureHook = Callable[[str, Exception], None]  # the loop's name and error, after each failure
 
 
 class BackgroundLoop:
@@ -38,7 +38,7 @@ class BackgroundLoop:
         self.name = name
         self._step, self._stop, self._interval = step, stop, interval
         self.retrier = retrier or Retrier(FAILURE_BACKOFF)
-        self._on_failure = on_failure or (lambda name: None)
+        self._on_failure = on_failure or (lambda name, err: None)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -79,5 +79,5 @@ class BackgroundLoop:
             exc_info=True,
             extra={"loop": self.name, "failures": self.failures},
         )
-        self._on_failure(self.name)
+        self._on_failure(self.name, err)
         self._stop.wait(delay)

@@ -289,7 +289,7 @@ class ControllerProcess:
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading
 
-    def _count_failure(self, loop: str) -> None:
+    def _count_failure(self, loop: str, err: Exception) -> None:
         self.operator.metrics.background_failures.labels(loop).inc()
 
     # --- endpoints ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ nodeclaims and nodepools (docs/operations.md). Prices: ``joiner.top.prices``.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         config = ClusterConfig.from_kubeconfig(args.kubeconfig, args.context)
     except ConfigError as err:
         return _fail(str(err), EXIT_BAD_INPUT)
+    # A failing watch is named on the frame; its log line would scribble over the screen.
+    logging.getLogger("joiner").addHandler(logging.NullHandler())
     kube = HttpKube(config, managed_fields=False)
     screen = Screen(title=f"joiner top {config.server}")
     try:

@@ -4,7 +4,9 @@ The watches run on background threads (``ThreadedFeed``, as the controller's own
 informers do: re-list after a 410 or a failure); this thread applies what they
 deliver and draws a new frame once every kind has been listed and something changed
 (or the terminal was resized), at most once per ``interval`` (a burst of events, e.g. a
-Deployment scaled by a hundred, draws one frame, not a hundred).
+Deployment scaled by a hundred, draws one frame, not a hundred). A watch that fails
+(the API server is gone, the access was revoked) is named on the frame, with its error,
+until its kind is listed again: the nodes shown are then as they were.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.kube.api import KubeAPI
 from joiner.state.feed import ThreadedFeed, object_key
 from joiner.top.snapshot import ClusterObjects
+
+Draw = Callable[[ClusterObjects, str], None]  # the objects, and a notice ("" when none)
 
 KINDS = ("Node", "NodeClaim", "Pod", "NodePool")
 # All `joiner top` may do (docs/operations.md, as a ClusterRole): read the kinds it shows.
@@ -28,6 +33,7 @@ READ_ONLY_RULES = [
         "verbs": ["get", "list", "watch"],
     },
 ]
+FAILING_WATCHES = "watches failing, retrying; the cluster as last seen:"
 REFRESH_INTERVAL = 1.0  # seconds, at least, between two frames
 POLL = 0.1  # seconds between two looks at the stop flag when nothing arrives
 
@@ -67,9 +73,38 @@ class ClusterCache:
         )
 
 
+@dataclass
+class WatchTrouble:
+    """The watches failing now, with their last error. Failures are reported on the
+    watches' own threads; a kind listed again (on this thread) has recovered."""
+
+    _failing: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    version: int = 0
+
+    def failed(self, loop: str, err: Exception) -> None:
+        kind = loop.removeprefix("watch-")
+        with self._lock:
+            self._failing[kind] = str(err) or type(err).__name__
+            self.version += 1
+
+    def recovered(self, kind: str) -> None:
+        with self._lock:
+            if self._failing.pop(kind, None) is not None:
+                self.version += 1
+
+    def notice(self) -> str:
+        with self._lock:
+            failing = sorted(self._failing.items())
+        if not failing:
+            return ""
+        lines = (f"  {kind}: {error}" for kind, error in failing)
+        return "\n".join([FAILING_WATCHES, *lines])
+
+
 def follow(
     kube: KubeAPI,
-    draw: Callable[[ClusterObjects], None],
+    draw: Draw,
     stop: threading.Event,
     interval: float = REFRESH_INTERVAL,
     redraw: threading.Event | None = None,
@@ -78,18 +113,24 @@ def follow(
     """Draw the cluster, then again on changes (debounced by ``interval``) until ``stop``;
     ``redraw`` set (the terminal was resized) draws again without a change."""
     redraw = redraw or threading.Event()
-    cache = ClusterCache()
-    feed = ThreadedFeed(kube, KINDS, cache.apply, cache.listed)
+    cache, trouble = ClusterCache(), WatchTrouble()
+
+    def listed(kind: str) -> None:
+        cache.listed(kind)
+        trouble.recovered(kind)
+
+    feed = ThreadedFeed(kube, KINDS, cache.apply, listed, on_failure=trouble.failed)
     feed.start()
-    drawn_version, drawn_at = -1, float("-inf")
+    drawn, drawn_at = (-1, -1), float("-inf")
     try:
         while not stop.is_set():
             feed.wait(POLL)
             feed.pump()
-            due = cache.version != drawn_version or redraw.is_set()
+            versions = (cache.version, trouble.version)
+            due = versions != drawn or redraw.is_set()
             if cache.complete and due and clock() - drawn_at >= interval:
                 redraw.clear()
-                drawn_version, drawn_at = cache.version, clock()
-                draw(cache.objects())
+                drawn, drawn_at = versions, clock()
+                draw(cache.objects(), trouble.notice())
     finally:
         feed.stop()

@@ -25,10 +25,12 @@ class Screen:
         self._live = Live(console=self._console, auto_refresh=False, screen=True)
         return self._live
 
-    def draw(self, objects: ClusterObjects) -> None:
+    def draw(self, objects: ClusterObjects, notice: str = "") -> None:
         lines = node_lines(objects, embedded_price)
-        view = frame(lines, objects.pool_names(), self._title)
-        if not self._console.is_terminal:
+        terminal = self._console.is_terminal
+        width = self._console.width if terminal else None
+        view = frame(lines, objects.pool_names(), self._title, notice, width)
+        if not terminal:
             sys.stdout.write(to_text(view) + "\n")  # a blank line between frames
             sys.stdout.flush()
         elif self._live is not None and self._live.is_started:

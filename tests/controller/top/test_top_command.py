@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from joiner.api.crds import render_crds
 from joiner.cli import main
 from joiner.commands import top as top_command
 from joiner.kube.http import ClusterConfig, HttpKube
@@ -82,7 +84,7 @@ def test_watch_events_redraw_the_frame_at_most_once_per_interval(
     interval = 0.5
     follower = threading.Thread(
         target=follow,
-        args=(kube, lambda objects: frames.append((time.monotonic(), objects)), stop, interval),
+        args=(kube, lambda objects, _: frames.append((time.monotonic(), objects)), stop, interval),
     )
     follower.start()
     try:
@@ -114,3 +116,46 @@ def test_without_rich_it_says_which_extra_to_install(
 
     assert main(["top", "--once"]) == 2
     assert capsys.readouterr().err == "joiner top: needs rich: pip install 'joiner[top]'\n"
+
+
+def test_a_watch_that_fails_after_the_first_frame_is_named_on_the_next(
+    control_plane_assets: Path, tmp_path: Path
+) -> None:
+    plane = ControlPlane(control_plane_assets, tmp_path / "plane").start()
+    plane.install_crds(render_crds())
+    kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
+    top = subprocess.Popen(  # frames as plain text, one after another: stdout is no terminal
+        [JOINER, "top", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(top.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any(line.startswith("(cluster)") for line in out), "a frame", 30)
+        plane.stop()  # the API server goes away under the open watches
+
+        def every_kind_refused() -> bool:  # each has tried again since the break
+            frame = out[max(i for i, line in enumerate(out) if line.startswith("joiner top")) :]
+            return sum("Connection refused" in line for line in frame) == 4
+
+        wait_for(every_kind_refused, "a frame naming the failing watches", timeout=30)
+    finally:
+        top.send_signal(signal.SIGINT)
+        _, err = top.communicate(timeout=15)
+        plane.stop()
+    reader.join(timeout=5)
+    last_notice = max(i for i, line in enumerate(out) if line.startswith("watches failing"))
+    assert out[last_notice : last_notice + 5] == [
+        "watches failing, retrying; the cluster as last seen:\n",
+        *(f"  {kind}: list {path}: ConnectError: [Errno 111] Connection refused\n"
+          for kind, path in (
+              ("Node", "/api/v1/nodes"),
+              ("NodeClaim", "/apis/karpenter.sh/v1/nodeclaims"),
+              ("NodePool", "/apis/karpenter.sh/v1/nodepools"),
+              ("Pod", "/api/v1/pods"),
+          )),
+    ]  # fmt: skip
+    assert (top.returncode, err) == (0, "")  # no log lines: the frame says it

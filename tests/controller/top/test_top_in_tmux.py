@@ -66,10 +66,18 @@ def test_top_shows_the_cluster_in_a_terminal_and_follows_it(
             top_cluster.pool, "c5.xlarge", "us-east-1a", "spot", "$0.0680/h", "Ready", "0"
         ]  # fmt: skip
         assert max(len(line) for line in screen.splitlines()) <= 120
-        terminal.tmux("resize-window", "-x", "110")  # redrawn to fit: the names are cut short
-        screen = wait_for(lambda: terminal.showing("…"), "the frame redrawn at 110 columns", 30)
-        assert max(len(line) for line in screen.splitlines()) <= 110
-        assert "$0.0680/h" in screen and top_cluster.node not in screen
+        # redrawn to fit: zone, capacity type, instance type and bars go; the names stay
+        terminal.tmux("resize-window", "-x", "80")
+
+        def narrow() -> str:
+            shown = terminal.screen()
+            return shown if "ZONE" not in shown and "TYPE" not in shown else ""
+
+        screen = wait_for(narrow, "the frame redrawn at 80 columns", 30)
+        assert max(len(line) for line in screen.splitlines()) <= 80
+        assert rows(screen)[second] == [
+            top_cluster.pool, "$0.0680/h", "Ready", "0", "0.00/3.92", "0.00/7.00Gi"
+        ]  # fmt: skip
         terminal.tmux("send-keys", "C-c")
         wait_for(exit_status.exists, "joiner top to exit on Ctrl-C", timeout=15)
         assert exit_status.read_text() == "0\n"

@@ -156,7 +156,7 @@ def test_the_receiver_survives_any_failure_counts_it_and_keeps_polling(
     receiver = BackgroundReceiver(
         bus.queue,
         wait_seconds=1,
-        on_failure=reported.append,
+        on_failure=lambda loop, err: reported.append(loop),
         retrier=Retrier(Backoff(base=0.05, cap=0.1)),
     )
     bus.sqs.send_message(QueueUrl=bus.queue_url, MessageBody="still delivered")
