@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ctl_harness import Harness, pending_pod
 from joiner.api import resources as res
-from test_holding import _buffer, _pod_template, _up
+from test_holding import _one_chunk_held_on_a_node, _up
 
 
 def _cpu_room(h: Harness, node: str) -> int:
@@ -19,11 +19,7 @@ def _cpu_room(h: Harness, node: str) -> int:
 
 def test_a_chunk_moved_by_another_nodes_pods_lowers_the_free_room_where_it_lands() -> None:
     h = Harness()
-    h.default_setup()
-    h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
-    h.advance(3)
-    [first] = h.nodeclaims()
-    node_a = _up(h, first)
+    node_a = _one_chunk_held_on_a_node(h)
     # A real pod of 1500m takes A's room in the provisioner's plan (nominated there), so
     # the chunk gets a NodeClaim of its own: B. Neither node fits both.
     h.create_unschedulable(pending_pod("web", "1500m"))

@@ -12,7 +12,7 @@ from joiner.buffers.provisioning import HELD, Holding
 from joiner.buffers.signals import BufferSignals
 from joiner.metrics import Metrics
 from joiner.operator import BUFFER_HOLD_DELAY
-from test_holding import _buffer, _pod_template, _up
+from test_holding import _buffer, _one_chunk_held_on_a_node, _pod_template, _up
 
 LIMIT_MESSAGE = (
     "2 of 3 chunks held; all available instance types exceed limits for nodepool "
@@ -73,11 +73,7 @@ def test_a_burst_on_the_buffers_room_is_no_news_and_the_gauges_follow_it() -> No
     """A real pod takes the chunk's room: held drops to 0 until a NodeClaim is launched
     for the chunk, then 1 again; the Event said CapacityHeld once, at first."""
     h = Harness()
-    h.default_setup()
-    h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
-    h.advance(3)
-    [claim] = h.nodeclaims()
-    node = _up(h, claim)
+    node = _one_chunk_held_on_a_node(h)
     assert _gauges(h) == (1, 1)
     h.kube.create(pending_pod("web", "1500m"))
     h.bind_running("web", node)
@@ -112,9 +108,7 @@ def test_a_restarted_controller_does_not_tell_what_the_status_already_says() -> 
     """A fresh BufferSignals (a restart) reads the reason the buffer's status holds: the
     same holding is no news, a new one is."""
     h = Harness()
-    h.default_setup()
-    h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
-    h.advance(3)
+    _one_chunk_held_on_a_node(h)
     raw = h.kube.get("CapacityBuffer", "spare", "default")
     fresh = BufferSignals(Metrics(), h.operator.recorder)
     fresh.holding("default/spare", raw, Holding(1, 1, HELD))
