@@ -4,8 +4,6 @@ changes (held, or why not), never once per pass."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ctl_harness import Harness, pending_pod
 from joiner import testing
 from joiner.buffers.provisioning import HELD, Holding
@@ -40,14 +38,10 @@ def _buffer_events(h: Harness) -> list[tuple[str, str, str, int]]:
     ]
 
 
-def _limited_pool(cpu: str) -> dict[str, Any]:
-    return testing.nodepool(limits={"cpu": cpu})
-
-
 def test_a_capped_buffer_says_so_once_and_again_only_when_held() -> None:
     h = Harness()
     h.kube.create(testing.ec2nodeclass())
-    h.kube.create(_limited_pool("4"))
+    h.kube.create(testing.nodepool(limits={"cpu": "4"}))
     h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=3))
     h.advance(3)
     assert _gauges(h) == (3, 2)  # a medium NodeClaim holds two, the limit leaves no more
