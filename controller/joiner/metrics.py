@@ -132,6 +132,18 @@ class Metrics:
             ["loop"],
             registry=r,
         )
+        self.buffer_chunks_wanted = Gauge(
+            "joiner_capacitybuffers_chunks_wanted",
+            "The chunks a CapacityBuffer resolved to (absent while it does not resolve).",
+            ["namespace", "name"],
+            registry=r,
+        )
+        self.buffer_chunks_held = Gauge(
+            "joiner_capacitybuffers_chunks_held",
+            "The chunks of a CapacityBuffer the cluster's nodes hold.",
+            ["namespace", "name"],
+            registry=r,
+        )
         self.cluster_cost = Gauge(
             "joiner_cluster_cost_per_hour",
             "Price of the managed nodes, USD per hour.",

@@ -13,6 +13,7 @@ from joiner.api import labels as wk
 from joiner.buffers import controller as buffercontroller
 from joiner.buffers.controller import BufferController
 from joiner.buffers.holding import Buffers
+from joiner.buffers.signals import BufferSignals
 from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
@@ -149,6 +150,7 @@ class Operator:
             self.buffers,
             self._request_buffer_capacity,
             lambda key: self.manager.enqueue(self.buffer_controller.name, key),
+            BufferSignals(self.metrics, self.recorder),
         )
         for reconciler in (
             self.expiration,

@@ -25,14 +25,13 @@ from typing import Any
 
 from joiner.api import conditions as cond
 from joiner.api.capacitybuffer import KIND, CapacityBuffer
-from joiner.buffers.chunks import buffer_of
 from joiner.buffers.holding import Buffers, Placement
+from joiner.buffers.provisioning import HELD, PROVISIONING, holding_of
 from joiner.buffers.resolution import Resolved, Unresolved, resolve
+from joiner.buffers.signals import BufferSignals
 from joiner.clock import Clock
 from joiner.controllers.runtime import NOT_SYNCED, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
-from joiner.scheduling import model as m
-from joiner.scheduling.model import pod_key
 from joiner.state.cluster import ClusterState, with_own_status
 
 HOLD_KEY = "hold"  # the pass over every buffer's chunks (not a buffer: no "/")
@@ -43,19 +42,7 @@ HOLD_RESYNC = 30.0  # seconds between hold passes when nothing asked for one
 RETRY_UNPLACEABLE = 60.0
 
 READY = "ReadyForProvisioning"
-PROVISIONING = "Provisioning"
 RESOLVED = "AttributesSetSuccessfully"
-HELD = "CapacityHeld"
-PENDING = "Pending"
-# A chunk's unplaceable constraint -> the Provisioning reason.
-UNPLACEABLE_REASONS = {
-    m.POOL_LIMITS: "PoolLimitReached",
-    m.RESOURCES: "NoOffering",  # no instance type has the room
-    m.NO_INSTANCE_TYPE: "NoOffering",
-    m.NO_OFFERING: "NoOffering",
-    m.NO_NODEPOOL: "NoNodePool",
-}
-UNSCHEDULABLE = "Unschedulable"
 
 
 class BufferController:
@@ -69,8 +56,10 @@ class BufferController:
         buffers: Buffers,
         request_capacity: Callable[[], None],
         enqueue: Callable[[str], None],
+        signals: BufferSignals,
     ) -> None:
         self.kube, self.state, self.clock, self.buffers = kube, state, clock, buffers
+        self.signals = signals  # metrics and Events
         self.request_capacity = request_capacity  # opens a provisioning batch
         self.enqueue = enqueue  # a key of this controller
         self._asked_at = float("-inf")  # when capacity was last asked for
@@ -80,6 +69,7 @@ class BufferController:
             return self._hold()
         raw = self.state.objects[KIND].get(key)
         if raw is None:
+            self.signals.unresolved(key)
             if self.buffers.set(key, None):
                 self.enqueue(HOLD_KEY)
             return Result()
@@ -142,12 +132,16 @@ class BufferController:
                 generation,
             )
             cond.remove_condition(conditions, PROVISIONING)
+            self.signals.unresolved(resolution.buffer.key)
         else:
             self._resolved_status(status, resolution)
             cond.set_condition(conditions, READY, cond.TRUE, now, RESOLVED, "", generation)
-            reason, message = self._provisioning(resolution, placement)
-            held = cond.TRUE if reason == HELD else cond.FALSE
-            cond.set_condition(conditions, PROVISIONING, held, now, reason, message, generation)
+            holding = holding_of(resolution, placement, self.buffers.unplaceable)
+            self.signals.holding(resolution.buffer.key, raw, holding)
+            held = cond.TRUE if holding.reason == HELD else cond.FALSE
+            cond.set_condition(
+                conditions, PROVISIONING, held, now, holding.reason, holding.message, generation
+            )
         if status == before:
             return
         try:
@@ -165,18 +159,3 @@ class BufferController:
         status["podTemplateRef"] = {"name": resolution.pod_template}
         if resolution.template_generation is not None:
             status["podTemplateGeneration"] = resolution.template_generation
-
-    def _provisioning(self, resolution: Resolved, placement: Placement) -> tuple[str, str]:
-        """The Provisioning reason and message: held, or why not."""
-        key = resolution.buffer.key
-        held = placement.held(key)
-        wanted = resolution.replicas
-        if held >= wanted:
-            return HELD, f"{wanted} of {wanted} chunks held"
-        counted = f"{held} of {wanted} chunks held"
-        for pod in placement.unheld:
-            why = self.buffers.unplaceable.get(pod_key(pod))
-            if buffer_of(pod) == key and why is not None:
-                reason = UNPLACEABLE_REASONS.get(why.constraint, UNSCHEDULABLE)
-                return reason, f"{counted}; {why.message}"
-        return PENDING, counted

@@ -10,6 +10,8 @@ from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.conditions import get_condition, is_true
 from joiner.api.nodeclaim import NodeClaim
+from joiner.buffers.provisioning import holding_of
+from joiner.buffers.resolution import Resolved
 from joiner.clock import Clock
 from joiner.kube.api import KubeAPI
 from joiner.operator import Operator
@@ -18,6 +20,7 @@ from joiner.scheduling.occupancy import occupancy
 from joiner.sim.cloud import SimCloud
 from joiner.sim.podindex import PodIndex
 from joiner.sim.result import (
+    BufferView,
     EventRecord,
     NodeClaimRecord,
     NodeView,
@@ -229,7 +232,25 @@ class Observer:
             cost_per_hour=round(cost_per_hour(nodes), 6),
             nodes=nodes,
             pending_pods=sorted(pending, key=lambda p: p.name),
+            buffers=self._buffers(),
         )
+
+    def _buffers(self) -> list[BufferView]:
+        """Each CapacityBuffer as the controller holds it now, by name."""
+        buffers = self.operator.buffers
+        if not buffers.resolutions:
+            return []
+        placement = buffers.placement()
+        views = []
+        for key, resolution in sorted(buffers.resolutions.items()):
+            if isinstance(resolution, Resolved):
+                holding = holding_of(resolution, placement, buffers.unplaceable)
+                views.append(
+                    BufferView(key, holding.wanted, holding.held, holding.reason, holding.why)
+                )
+            else:
+                views.append(BufferView(key, None, 0, resolution.reason, resolution.message))
+        return views
 
     def _node_view(
         self,

@@ -2,9 +2,10 @@
 
 DIR gets ``index.html`` and three PNG plots it embeds: instances by type over time
 (stacked), pending pods over time and cost per hour over time; below them the steps,
-the NodeClaims and the events as tables. Managed instances and cost come from the
-NodeClaim records (exact launch and delete times); static nodes and pending pods from
-the snapshots taken after each step.
+the NodeClaims, the events and (when there are any) the CapacityBuffers' chunks wanted
+and held as tables. Managed instances and cost come from the NodeClaim records (exact
+launch and delete times); static nodes, pending pods and buffers from the snapshots
+taken after each step.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from joiner.sim.result import NodeClaimRecord, NodeView, SimulationResult, Snapshot, cost_per_hour
+from joiner.sim.result import (
+    BufferView,
+    NodeClaimRecord,
+    NodeView,
+    SimulationResult,
+    Snapshot,
+    cost_per_hour,
+)
 from joiner.sim.table import format_price, format_time
 
 NODES_PLOT = "nodes.png"
@@ -260,6 +268,7 @@ def render_html(result: SimulationResult) -> str:
         _nodeclaims_table(result),
         "<h2>Events</h2>",
         _events_table(result),
+        *_buffers_section(result),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -349,6 +358,26 @@ def _events_table(result: SimulationResult) -> str:
         for e in sorted(result.events, key=lambda e: e.time)
     ]
     return _table(["time", "kind", "name", "reason", "message"], rows)
+
+
+def _buffers_section(result: SimulationResult) -> list[str]:
+    """Each CapacityBuffer's chunks wanted and held after every step where they changed
+    (and at the end), with why not all are held; nothing for a run without buffers."""
+    rows: list[list[str]] = []
+    shown: dict[str, BufferView] = {}
+    marked = [(str(step.index), step.snapshot) for step in result.steps]
+    for index, snapshot in [*marked, ("end", result.final)]:
+        for buffer in snapshot.buffers:
+            if shown.get(buffer.name) == buffer:
+                continue
+            shown[buffer.name] = buffer
+            wanted = "" if buffer.wanted is None else str(buffer.wanted)
+            row = [index, format_time(snapshot.time), buffer.name, wanted, str(buffer.held)]
+            rows.append([*row, buffer.reason, buffer.why])
+    if not rows:
+        return []
+    header = ["step", "at", "buffer", "chunks wanted", "held", "reason", "why not all held"]
+    return ["<h2>CapacityBuffers</h2>", _table(header, rows)]
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

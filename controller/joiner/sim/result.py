@@ -88,12 +88,27 @@ class PendingPod:
         return {"name": self.name, "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class BufferView:
+    """A CapacityBuffer: the chunks it resolved to and those the cluster holds, with its
+    Provisioning reason and, when short, the scheduler's word on why. ``wanted`` is None
+    for a buffer that does not resolve (``reason`` and ``why`` then say why not)."""
+
+    name: str  # namespace/name
+    wanted: int | None
+    held: int
+    reason: str
+    why: str = ""
+
+
 @dataclass
 class Snapshot:
     time: float
     cost_per_hour: float
     nodes: list[NodeView] = field(default_factory=list)
     pending_pods: list[PendingPod] = field(default_factory=list)
+    # For the table and the report; not in the JSON form (version 1 has no field for it).
+    buffers: list[BufferView] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {

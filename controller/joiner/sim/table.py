@@ -4,9 +4,9 @@ For every step: what happened during it (the NodeClaims launched, registered and
 initialized, from their conditions; the events: nominations, disruptions, evictions),
 then where things stand when it completes (each node with its type, zone, capacity type,
 price, pods and how full it is, in the table ``joiner top`` draws; the cost per hour; each
-pending pod and why it cannot be placed; whether expectations held and settle steps
-settled). Then the NodeClaims' lives,
-failed expectations and settle steps that did not settle.
+pending pod and why it cannot be placed; each CapacityBuffer's chunks wanted and held,
+and why not all are held; whether expectations held and settle steps settled). Then the
+NodeClaims' lives, failed expectations and settle steps that did not settle.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from joiner.sim.result import (
+    BufferView,
     EventRecord,
     NodeClaimRecord,
     NodeView,
@@ -146,11 +147,37 @@ def _snapshot(snapshot: Snapshot, previous: Snapshot | None) -> list[str]:
         lines += [f"    {line}" for line in to_text(node_table(nodes)).splitlines()]
     if snapshot.pending_pods:
         lines += ["  Pending pods, by reason:", *_pending(snapshot.pending_pods)]
+    if snapshot.buffers:
+        lines += ["  CapacityBuffers (chunks wanted / held):", *_buffers(snapshot.buffers)]
     return lines
 
 
 def _same_state(a: Snapshot, b: Snapshot) -> bool:
-    return (a.nodes, a.pending_pods, a.cost_per_hour) == (b.nodes, b.pending_pods, b.cost_per_hour)
+    return (a.nodes, a.pending_pods, a.cost_per_hour, a.buffers) == (
+        b.nodes,
+        b.pending_pods,
+        b.cost_per_hour,
+        b.buffers,
+    )
+
+
+def _buffers(buffers: Sequence[BufferView]) -> list[str]:
+    """One row per buffer: wanted / held, its Provisioning reason and, when short, why."""
+    rows = [
+        [
+            buffer.name,
+            buffer_counts(buffer),
+            buffer.reason + (f": {buffer.why}" if buffer.why else ""),
+        ]
+        for buffer in buffers
+    ]
+    return _columns(rows, indent=4)
+
+
+def buffer_counts(buffer: BufferView) -> str:
+    """``wanted / held``; ``-`` wanted for a buffer that does not resolve."""
+    wanted = "-" if buffer.wanted is None else str(buffer.wanted)
+    return f"{wanted} / {buffer.held}"
 
 
 def _pending(pods: Sequence[PendingPod], shown: int = 3) -> list[str]:

@@ -59,6 +59,15 @@ def _up(h: Harness, claim: dict[str, Any]) -> str:
     return node
 
 
+def _one_chunk_held_on_a_node(h: Harness) -> str:
+    """A buffer of one 1500m chunk, its NodeClaim launched and its node up: the node."""
+    h.default_setup()
+    h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
+    h.advance(3)
+    [claim] = h.nodeclaims()
+    return _up(h, claim)
+
+
 def test_nodeclaims_are_launched_to_hold_the_chunks_and_the_status_says_so() -> None:
     h = Harness()
     h.default_setup()
@@ -107,11 +116,7 @@ def test_pending_pods_come_first_and_the_chunks_get_what_they_leave() -> None:
 
 def test_a_real_pod_takes_the_room_and_the_buffer_is_held_again_elsewhere() -> None:
     h = Harness()
-    h.default_setup()
-    h.install(_pod_template(cpu="1500m"), _buffer(podTemplateRef={"name": "chunk"}, replicas=1))
-    h.advance(3)
-    [claim] = h.nodeclaims()
-    node = _up(h, claim)
+    node = _one_chunk_held_on_a_node(h)
     h.kube.create(pending_pod("web", "1500m"))
     h.bind_running("web", node)  # kube-scheduler: the real pod takes the chunk's room
     h.advance(3)
