@@ -20,15 +20,18 @@ after pods or nodes changed, and asks for a provisioning pass when some are not.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from joiner.api import conditions as cond
 from joiner.api.capacitybuffer import KIND, CapacityBuffer
+from joiner.api.capacitywindows import Window
+from joiner.api.resources import format_resource_list
 from joiner.buffers.chunks import buffer_of
 from joiner.buffers.holding import Buffers, Placement
 from joiner.buffers.resolution import Resolved, Unresolved, resolve
-from joiner.clock import Clock
+from joiner.clock import Clock, to_rfc3339
 from joiner.controllers.runtime import NOT_SYNCED, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.scheduling import model as m
@@ -56,6 +59,10 @@ UNPLACEABLE_REASONS = {
     m.NO_NODEPOOL: "NoNodePool",
 }
 UNSCHEDULABLE = "Unschedulable"
+# Joiner-only, on a buffer with time windows (joiner.api.capacitywindows).
+WINDOW = "joiner.sh/TimeWindow"
+WINDOW_ACTIVE = "WindowActive"
+NO_WINDOW = "OutsideWindows"
 
 
 class BufferController:
@@ -84,11 +91,12 @@ class BufferController:
                 self.enqueue(HOLD_KEY)
             return Result()
         buffer = CapacityBuffer.from_dict(raw)
-        resolution = resolve(buffer, self._get)
+        now = self.clock.now()
+        resolution = resolve(buffer, self._get, now)
         if self.buffers.set(key, resolution):
             self.enqueue(HOLD_KEY)
         self._write(raw, resolution, self.buffers.placement())
-        return Result(requeue_after=RESYNC)
+        return Result(requeue_after=_next_resolution(resolution, now))
 
     def _get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         return self.kube.get(kind, name, namespace)
@@ -148,6 +156,7 @@ class BufferController:
             reason, message = self._provisioning(resolution, placement)
             held = cond.TRUE if reason == HELD else cond.FALSE
             cond.set_condition(conditions, PROVISIONING, held, now, reason, message, generation)
+        _window_condition(conditions, resolution, now)
         if status == before:
             return
         try:
@@ -180,3 +189,44 @@ class BufferController:
                 reason = UNPLACEABLE_REASONS.get(why.constraint, UNSCHEDULABLE)
                 return reason, f"{counted}; {why.message}"
         return PENDING, counted
+
+
+def _next_resolution(resolution: Resolved | Unresolved, now: float) -> float:
+    """Seconds to the next resolution: ``RESYNC``, or sooner when a time window starts or
+    ends before (the size changes at the edge, not at the next resync)."""
+    schedule = resolution.schedule if isinstance(resolution, Resolved) else None
+    if schedule is None:
+        return RESYNC
+    return min(RESYNC, max(0.0, schedule.until - now))
+
+
+def _window_condition(
+    conditions: list[dict[str, Any]], resolution: Resolved | Unresolved, now: float
+) -> None:
+    """Joiner-only ``joiner.sh/TimeWindow``, on a buffer with time windows: which window
+    sizes it, or that none does, and until when."""
+    schedule = resolution.schedule if isinstance(resolution, Resolved) else None
+    if schedule is None:
+        cond.remove_condition(conditions, WINDOW)
+        return
+    until = to_rfc3339(schedule.until) if schedule.until < math.inf else "never"
+    generation = resolution.buffer.generation
+    if schedule.active is None:
+        message = f"outside every window: the spec's size until {until}"
+        cond.set_condition(conditions, WINDOW, cond.FALSE, now, NO_WINDOW, message, generation)
+        return
+    message = f"{schedule.active.describe()}: {_size(schedule.active)} until {until}"
+    cond.set_condition(conditions, WINDOW, cond.TRUE, now, WINDOW_ACTIVE, message, generation)
+
+
+def _size(window: Window) -> str:
+    """``percentage 20``, ``replicas 0, limits cpu=16``."""
+    sizes = [
+        f"{name} {value}"
+        for name, value in (("replicas", window.replicas), ("percentage", window.percentage))
+        if value is not None
+    ]
+    if window.limits is not None:
+        written = format_resource_list(window.limits)
+        sizes.append("limits " + ",".join(f"{name}={value}" for name, value in written.items()))
+    return ", ".join(sizes)

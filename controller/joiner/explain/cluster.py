@@ -60,7 +60,9 @@ class Cluster:
         )
         self.buffers = Buffers(self.state)
         for key, raw in self.state.objects[CAPACITY_BUFFER].items():
-            self.buffers.set(key, resolve(CapacityBuffer.from_dict(raw), snapshot.get))
+            self.buffers.set(
+                key, resolve(CapacityBuffer.from_dict(raw), snapshot.get, snapshot.now)
+            )
         self.provisioner = Provisioner(self._ctx, buffers=self.buffers)
 
     @cached_property

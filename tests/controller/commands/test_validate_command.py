@@ -132,6 +132,54 @@ def test_capacity_buffers_are_checked_naming_the_field(
     ]
 
 
+WINDOWED_BUFFERS = """\
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: business-hours
+  annotations:
+    joiner.sh/capacity-windows: |
+      - {schedule: "0 8 * * 1-5", timeZone: Europe/Paris, duration: 10h, percentage: 20}
+spec:
+  scalableRef: {apiGroup: apps, kind: Deployment, name: web}
+  replicas: 0
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: bad-windows
+  annotations:
+    joiner.sh/capacity-windows: |
+      - {schedule: "0 8 * *", timeZone: Europe/Pariss, duration: 10 hours, replicas: -2}
+spec:
+  podTemplateRef: {name: chunk}
+  replicas: 1
+"""
+
+
+def test_a_buffers_time_windows_are_checked_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server takes any annotation; Joiner's own are errors here all the same."""
+    path = tmp_path / "windows.yaml"
+    path.write_text(WINDOWED_BUFFERS)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    where = (
+        f"{path}: CapacityBuffer/bad-windows: metadata.annotations[joiner.sh/capacity-windows][0]"
+    )
+    assert lines == [
+        f"{path}: CapacityBuffer/business-hours: OK",
+        f"{where}.schedule: '0 8 * *' is not a cron schedule (5 fields like '0 8 * * 1-5', or "
+        "a macro like @daily)",
+        f"{where}.timeZone: unknown time zone 'Europe/Pariss' (an IANA name like Europe/Paris, "
+        "or UTC)",
+        f"{where}.duration: '10 hours' is not a duration in hours and minutes above zero like "
+        "10h or 1h30m",
+        f"{where}.replicas: expected a whole number >= 0, got -2",
+    ]
+
+
 def test_warnings_name_field_and_reason_and_keep_exit_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
