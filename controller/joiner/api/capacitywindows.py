@@ -14,8 +14,9 @@ Karpenter or Cluster Autoscaler simply ignore it. Each window:
 
 While a window is active its size replaces the spec's ``replicas``, ``percentage`` and
 ``limits``; the first active window in the list wins; outside every window the spec's own
-size applies. ``parse_windows`` raises ``WindowsError`` with one ``FieldError`` per problem,
-each naming its field (``metadata.annotations[joiner.sh/capacity-windows][0].timeZone``).
+size applies. ``parse_windows`` raises ``AnnotationError`` (``joiner.api.annotations``),
+one ``FieldError`` per problem, each naming its field
+(``metadata.annotations[joiner.sh/capacity-windows][0].timeZone``).
 """
 
 from __future__ import annotations
@@ -26,17 +27,21 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from joiner import yamlio
+from joiner.api.annotations import (
+    AnnotationError,
+    annotation,
+    field_of,
+    load_value,
+    resource_list,
+)
 from joiner.api.capacitybuffer import WINDOWS_ANNOTATION
 from joiner.api.definitions.nodepool import BUDGET_DURATION
 from joiner.api.duration import parse_duration
 from joiner.api.nodepool import cron_expression
-from joiner.api.quantity import QuantityError
-from joiner.api.resources import ResourceList, milli
-from joiner.api.schema import QUANTITY_HINT
+from joiner.api.resources import ResourceList
 from joiner.api.validation import FieldError
 
-FIELD = f"metadata.annotations[{WINDOWS_ANNOTATION}]"
+FIELD = field_of(WINDOWS_ANNOTATION)
 DEFAULT_TIME_ZONE = "UTC"
 INT32_MAX = 2**31 - 1
 SIZE_FIELDS = ("replicas", "percentage", "limits")
@@ -72,24 +77,15 @@ class Window:
         )
 
 
-class WindowsError(ValueError):
-    def __init__(self, errors: list[FieldError]) -> None:
-        super().__init__("; ".join(str(error) for error in errors))
-        self.errors = errors
-
-
 def parse_windows(text: str | None, scalable: bool) -> tuple[Window, ...]:
     """The windows of an annotation's value (none when absent). ``scalable``: the buffer
     has a ``scalableRef`` (``percentage`` needs one)."""
     if text is None:
         return ()
-    try:
-        raw = yamlio.load(text)
-    except yamlio.YAMLInputError as error:
-        raise WindowsError([FieldError(FIELD, f"not YAML: {error}")]) from None
+    raw = load_value(WINDOWS_ANNOTATION, text)
     if not isinstance(raw, list):
         message = "expected a list of windows (a YAML or JSON list of mappings)"
-        raise WindowsError([FieldError(FIELD, message)])
+        raise AnnotationError([FieldError(FIELD, message)])
     windows, errors = [], []
     for index, item in enumerate(raw):
         window, found = _window(index, item, scalable)
@@ -97,20 +93,17 @@ def parse_windows(text: str | None, scalable: bool) -> tuple[Window, ...]:
         if window is not None:
             windows.append(window)
     if errors:
-        raise WindowsError(errors)
+        raise AnnotationError(errors)
     return tuple(windows)
 
 
 def windows_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """What is wrong with a CapacityBuffer's windows annotation (``joiner validate``)."""
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    text = annotations.get(WINDOWS_ANNOTATION) if isinstance(annotations, Mapping) else None
     spec = obj.get("spec")
     scalable = isinstance(spec, Mapping) and spec.get("scalableRef") is not None
     try:
-        parse_windows(text if isinstance(text, str) else None, scalable)
-    except WindowsError as error:
+        parse_windows(annotation(obj, WINDOWS_ANNOTATION), scalable)
+    except AnnotationError as error:
         return error.errors
     return []
 
@@ -201,17 +194,3 @@ def _size(path: str, item: Mapping[str, Any], scalable: bool) -> tuple[dict, lis
         size["limits"] = limits
         errors += limit_errors
     return size, errors
-
-
-def resource_list(path: str, raw: Any) -> tuple[ResourceList, list[FieldError]]:
-    """A resource list as written (``{cpu: "2", memory: 4Gi}``), with an error naming each
-    bad entry as the API server would (``...limits.cpu``)."""
-    if not isinstance(raw, Mapping):
-        return {}, [FieldError(path, "expected a mapping of resource names to quantities")]
-    parsed, errors = {}, []
-    for name, value in raw.items():
-        try:
-            parsed[str(name)] = milli(value)
-        except (QuantityError, TypeError):
-            errors.append(FieldError(f"{path}.{name}", f"invalid value {value!r}: {QUANTITY_HINT}"))
-    return parsed, errors

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import resources as res
+from joiner.api.annotations import AnnotationError
 from joiner.api.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer
-from joiner.api.capacitywindows import WindowsError, parse_windows
+from joiner.api.capacitywindows import parse_windows
 from joiner.api.resources import ResourceList
 from joiner.buffers.windows import Schedule, schedule_at
 from joiner.kube.api import NotFound
@@ -78,7 +79,7 @@ def resolve(buffer: CapacityBuffer, get: Get, now: float) -> Resolved | Unresolv
         )
     try:
         windows = parse_windows(buffer.windows, scalable=buffer.scalable is not None)
-    except WindowsError as error:
+    except AnnotationError as error:
         return Unresolved(buffer, INVALID_WINDOWS, str(error))
     schedule = schedule_at(windows, now) if windows else None
     sized = _sized(buffer, schedule)

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from joiner.api.capacitywindows import FIELD, Window, WindowsError, parse_windows, windows_errors
+from joiner.api.annotations import AnnotationError
+from joiner.api.capacitywindows import FIELD, Window, parse_windows, windows_errors
 
 
 def test_a_window_as_written() -> None:
@@ -35,7 +36,7 @@ def test_a_window_as_written() -> None:
 
 
 def _errors(text: str, scalable: bool = True) -> list[str]:
-    with pytest.raises(WindowsError) as raised:
+    with pytest.raises(AnnotationError) as raised:
         parse_windows(text, scalable)
     return [str(error).removeprefix(FIELD) for error in raised.value.errors]
 
