@@ -13,6 +13,7 @@ from joiner.api import labels as wk
 from joiner.buffers import controller as buffercontroller
 from joiner.buffers.controller import BufferController
 from joiner.buffers.holding import Buffers
+from joiner.buffers.pools import pool_key
 from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
@@ -277,6 +278,8 @@ class Operator:
 
     def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
+        # its spare capacity annotation: annotations change no generation
+        self.manager.enqueue(self.buffer_controller.name, pool_key(name))
         # Only a new, deleted or re-specified pool changes what can be provisioned and
         # its status; its status writes (one a second in a burst) must start neither a
         # scheduling pass each nor another status write.

@@ -14,12 +14,16 @@ the status as the API defines it: ``replicas`` (the chunks it resolved to),
   ``Pending`` (capacity not asked for yet).
 
 A buffer is resolved again every ``RESYNC`` seconds, so one that follows a workload by
-percentage follows its scaling. The ``HOLD_KEY`` pass checks where the chunks are held
-after pods or nodes changed, and asks for a provisioning pass when some are not.
+percentage follows its scaling, and at each edge of its time windows. A NodePool's
+``joiner.sh/spare-capacity`` is a buffer too (key ``NodePool/<pool>``,
+``joiner.buffers.pools``), expanded again on each event of the pool. The ``HOLD_KEY``
+pass checks where the chunks are held after pods or nodes changed, and asks for a
+provisioning pass when some are not.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +34,7 @@ from joiner.api.capacitywindows import Window
 from joiner.api.resources import format_resource_list
 from joiner.buffers.chunks import buffer_of
 from joiner.buffers.holding import Buffers, Placement
+from joiner.buffers.pools import expand, pool_of
 from joiner.buffers.resolution import Resolved, Unresolved, resolve
 from joiner.clock import Clock, to_rfc3339
 from joiner.controllers.runtime import NOT_SYNCED, Result
@@ -37,6 +42,8 @@ from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.scheduling import model as m
 from joiner.scheduling.model import pod_key
 from joiner.state.cluster import ClusterState, with_own_status
+
+log = logging.getLogger(__name__)
 
 HOLD_KEY = "hold"  # the pass over every buffer's chunks (not a buffer: no "/")
 RESYNC = 15.0  # seconds between resolutions of a buffer (a workload's replicas change)
@@ -85,6 +92,9 @@ class BufferController:
     def reconcile(self, key: str) -> Result:
         if key == HOLD_KEY:
             return self._hold()
+        pool = pool_of(key)
+        if pool is not None:
+            return self._pool_shorthand(key, pool)
         raw = self.state.objects[KIND].get(key)
         if raw is None:
             if self.buffers.set(key, None):
@@ -97,6 +107,19 @@ class BufferController:
             self.enqueue(HOLD_KEY)
         self._write(raw, resolution, self.buffers.placement())
         return Result(requeue_after=_next_resolution(resolution, now))
+
+    def _pool_shorthand(self, key: str, pool: str) -> Result:
+        """A NodePool's ``joiner.sh/spare-capacity``: the buffer it expands to. It has no
+        object to hold a status: ``joiner explain nodepool`` shows it, and a bad
+        annotation is logged (and refused by ``joiner validate``)."""
+        nodepool = self.state.nodepools.get(pool)
+        resolution = expand(nodepool) if nodepool is not None else None
+        known = self.buffers.resolutions.get(key)
+        if isinstance(resolution, Unresolved) and resolution != known:
+            log.warning("NodePool %s: %s", pool, resolution.message)
+        if self.buffers.set(key, resolution):
+            self.enqueue(HOLD_KEY)
+        return Result()
 
     def _get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         return self.kube.get(kind, name, namespace)

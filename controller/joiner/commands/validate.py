@@ -4,7 +4,8 @@ Each Joiner object gets one line: ``FILE: Kind/name: OK`` or one line per proble
 ``FILE: Kind/name: field.path: what is wrong`` for what the API server refuses (errors),
 ``FILE: Kind/name: warning: field.path: what Joiner does [code]`` for what it accepts
 but Joiner cannot honour as written (the code names the reason in docs/compatibility.md).
-Joiner-only annotations (a CapacityBuffer's time windows) are checked too: the API server
+Joiner-only annotations (a CapacityBuffer's time windows, a NodePool's spare capacity)
+are checked too: the API server
 takes any annotation, but Joiner refuses a bad one, and so does this command.
 Objects of other kinds (a Deployment in the same file) are reported as skipped.
 ``kind: List`` documents are expanded. Exit status: 0 when every Joiner object is valid
@@ -19,9 +20,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from joiner import yamlio
-from joiner.api import capacitybuffer
+from joiner.api import capacitybuffer, nodepool
 from joiner.api.capacitywindows import windows_errors
 from joiner.api.compatibility import validation_warnings
+from joiner.api.sparecapacity import spare_errors
 from joiner.api.validation import FieldError, is_joiner_api_version, validate_object
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
@@ -133,6 +135,7 @@ def joiner_only_errors(obj: Any) -> list[FieldError]:
 # Kind -> the check of its Joiner-only annotations.
 JOINER_ONLY_CHECKS: dict[str, Callable[[dict[str, Any]], list[FieldError]]] = {
     capacitybuffer.KIND: windows_errors,
+    nodepool.KIND: spare_errors,
 }
 
 

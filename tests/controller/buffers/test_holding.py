@@ -13,6 +13,7 @@ from typing import Any
 from ctl_harness import Harness, pending_pod
 from joiner import testing
 from joiner.api.conditions import get_condition
+from joiner.buffers.resolution import Unresolved
 from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 
 BUFFER_API = "autoscaling.x-k8s.io/v1beta1"
@@ -271,3 +272,58 @@ def test_bad_time_windows_hold_nothing_and_the_condition_names_the_field() -> No
         "metadata.annotations[joiner.sh/capacity-windows][0].timeZone: unknown time zone "
         "'Europe/Pariss' (an IANA name like Europe/Paris, or UTC)",
     )
+
+
+def _spare_pool(spare: str, **overrides: Any) -> dict[str, Any]:
+    pool = testing.nodepool(**overrides)
+    pool["metadata"]["annotations"] = {"joiner.sh/spare-capacity": spare}
+    return pool
+
+
+def test_a_pools_spare_capacity_is_held_on_its_nodes() -> None:
+    """{cpu: 3, memory: 6Gi} is three chunks of 1 CPU and 2 GiB, pinned to the pool: one
+    4-CPU NodeClaim of that pool holds them; the pool's taint is tolerated."""
+    h = Harness()
+    h.kube.create(testing.ec2nodeclass())
+    taint = {"key": "team", "value": "web", "effect": "NoSchedule"}
+    h.kube.create(_spare_pool('{cpu: "3", memory: 6Gi}', taints=[taint]))
+    h.advance(3)
+    [claim] = h.nodeclaims()
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "3", "memory": "6Gi", "pods": "3"}
+    assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    buffer = h.operator.buffers.resolutions["NodePool/default"]
+    assert buffer.replicas == 3 and buffer.template["spec"]["tolerations"] == [
+        {"key": "team", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    h.advance(600)  # held: nothing more is launched
+    assert len(h.nodeclaims()) == 1
+
+
+def test_a_pools_spare_capacity_follows_its_annotation() -> None:
+    """Changed (no new generation: an annotation) and removed: the buffer follows; a bad
+    value holds nothing."""
+    h = Harness()
+    h.kube.create(testing.ec2nodeclass())
+    h.kube.create(_spare_pool('{cpu: "1"}'))
+    h.advance(3)
+    assert h.operator.buffers.resolutions["NodePool/default"].replicas == 1
+    pool = h.kube.get("NodePool", "default")
+    pool["metadata"]["annotations"]["joiner.sh/spare-capacity"] = '{cpu: "2"}'
+    h.kube.update(pool)
+    h.advance(1)
+    assert h.operator.buffers.resolutions["NodePool/default"].replicas == 2
+    pool = h.kube.get("NodePool", "default")
+    pool["metadata"]["annotations"]["joiner.sh/spare-capacity"] = "{gpu: 1}"
+    h.kube.update(pool)
+    h.advance(1)
+    assert h.operator.buffers.resolutions["NodePool/default"] == Unresolved(
+        h.operator.buffers.resolutions["NodePool/default"].buffer,
+        "InvalidSpareCapacity",
+        "metadata.annotations[joiner.sh/spare-capacity].gpu: only cpu and memory (for "
+        "another resource, a CapacityBuffer)",
+    )
+    pool = h.kube.get("NodePool", "default")
+    del pool["metadata"]["annotations"]["joiner.sh/spare-capacity"]
+    h.kube.update(pool)
+    h.advance(1)
+    assert "NodePool/default" not in h.operator.buffers.resolutions

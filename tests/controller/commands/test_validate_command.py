@@ -180,6 +180,47 @@ def test_a_buffers_time_windows_are_checked_naming_the_field(
     ]
 
 
+SPARE_POOLS = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: spare
+  annotations: {joiner.sh/spare-capacity: '{cpu: "4", memory: 16Gi}'}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: bad-spare
+  annotations: {joiner.sh/spare-capacity: '{cpu: lots, memory: "0", gpu: 1}'}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+
+
+def test_a_pools_spare_capacity_is_checked_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "spare.yaml"
+    path.write_text(SPARE_POOLS)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    where = f"{path}: NodePool/bad-spare: metadata.annotations[joiner.sh/spare-capacity]"
+    assert lines == [
+        f"{path}: NodePool/spare: OK",
+        f"{where}.cpu: invalid value 'lots': expected a quantity like 500m, 2, 4Gi or 100G",
+        f"{where}.memory: must be more than 0",
+        f"{where}.gpu: only cpu and memory (for another resource, a CapacityBuffer)",
+    ]
+
+
 def test_warnings_name_field_and_reason_and_keep_exit_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
