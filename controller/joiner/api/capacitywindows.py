@@ -24,8 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import CroniterBadDateError, croniter
 
 from joiner.api.annotations import (
     AnnotationError,
@@ -143,7 +146,18 @@ def _schedule(path: str, schedule: Any) -> tuple[str | None, list[FieldError]]:
             "or a macro like @daily)"
         )
         return None, [FieldError(f"{path}.schedule", message)]
+    if not _fires(expression):
+        return None, [FieldError(f"{path}.schedule", f"{schedule!r} never starts")]
     return expression, []
+
+
+def _fires(expression: str) -> bool:
+    """Whether a cron expression has a date at all (``0 0 30 2 *`` has none)."""
+    try:
+        croniter(expression, datetime(2000, 1, 1)).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True
 
 
 def _time_zone(path: str, name: Any) -> tuple[str | None, list[FieldError]]:

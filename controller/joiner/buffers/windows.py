@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from joiner.api.capacitywindows import Window
 
@@ -46,23 +46,30 @@ def schedule_at(windows: Sequence[Window], now: float) -> Schedule:
 
 
 def last_start(window: Window, now: float) -> float:
-    """The latest start at or before ``now`` (epoch seconds)."""
+    """The latest start at or before ``now`` (epoch seconds); -inf when croniter finds
+    none."""
     local = _wall_clock(window, now)
     # croniter's get_prev is strictly before its base: a start exactly at `now` counts.
     starts = croniter(window.expression, local.replace(microsecond=0) + _SECOND)
-    while True:
-        start = _instant(window, starts.get_prev(datetime))
-        if start <= now:  # a skipped wall-clock time may map past `now`
-            return start
+    try:
+        while True:
+            start = _instant(window, starts.get_prev(datetime))
+            if start <= now:  # a skipped wall-clock time may map past `now`
+                return start
+    except CroniterBadDateError:
+        return -math.inf
 
 
 def next_start(window: Window, now: float) -> float:
-    """The earliest start after ``now`` (epoch seconds)."""
+    """The earliest start after ``now`` (epoch seconds); inf when croniter finds none."""
     starts = croniter(window.expression, _wall_clock(window, now))
-    while True:
-        start = _instant(window, starts.get_next(datetime))
-        if start > now:  # a repeated wall-clock time may map before `now`
-            return start
+    try:
+        while True:
+            start = _instant(window, starts.get_next(datetime))
+            if start > now:  # a repeated wall-clock time may map before `now`
+                return start
+    except CroniterBadDateError:
+        return math.inf
 
 
 def _wall_clock(window: Window, now: float) -> datetime:

@@ -54,6 +54,7 @@ KNOWN = "name, schedule, timeZone, duration, replicas, percentage, limits"
         ({"schedule": "0 8 * *"}, f"[0].schedule: '0 8 * *' {NOT_CRON}"),
         ({"schedule": "0 25 * * *"}, f"[0].schedule: '0 25 * * *' {NOT_CRON}"),
         ({"schedule": None}, "[0].schedule: required"),
+        ({"schedule": "0 0 30 2 *"}, "[0].schedule: '0 0 30 2 *' never starts"),
         ({"timeZone": "Europe/Pariss"}, f"[0].timeZone: unknown time zone 'Europe/Pariss' {IANA}"),
         ({"timeZone": "../etc/passwd"}, f"[0].timeZone: unknown time zone '../etc/passwd' {IANA}"),
         ({"duration": "10 hours"}, f"[0].duration: '10 hours' {NOT_DURATION}"),

@@ -119,3 +119,10 @@ def test_the_first_active_window_wins_and_the_nearest_edge_of_any_is_next() -> N
 
 def test_no_windows_never_change() -> None:
     assert schedule_at((), _at("2026-01-01T00:00:00")) == Schedule(None, math.inf)
+
+
+def test_a_leap_day_window_starts_in_the_next_leap_year() -> None:
+    [leap] = _windows({"schedule": "0 0 29 2 *", "duration": "24h", "replicas": 1})
+    assert schedule_at([leap], _at("2026-01-01T00:00:00")) == Schedule(
+        None, _at("2028-02-29T00:00:00")
+    )
