@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api.annotations import annotation
+from joiner.api.sparecapacity import SPARE_ANNOTATION
 from joiner.buffers import controller as buffercontroller
 from joiner.buffers.controller import BufferController
 from joiner.buffers.holding import Buffers
@@ -107,6 +109,7 @@ class Operator:
         self.recorder = EventRecorder(kube, clock, options.events_namespace)
         self.feed: Any = None
         self._pool_generations: dict[str, int | None] = {}
+        self._pool_spares: dict[str, str | None] = {}  # joiner.sh/spare-capacity, by pool
         self.manager = Manager(clock, pump=self.pump)
         ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.ctx = ctx
@@ -278,14 +281,13 @@ class Operator:
 
     def _on_nodepool(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        # its spare capacity annotation: annotations change no generation
-        self.manager.enqueue(self.buffer_controller.name, pool_key(name))
         # Only a new, deleted or re-specified pool changes what can be provisioned and
         # its status; its status writes (one a second in a burst) must start neither a
         # scheduling pass each nor another status write.
         generation = None if event_type == "DELETED" else obj["metadata"].get("generation")
         respecified = self._pool_generations.get(name) != generation or generation is None
         self._pool_generations[name] = generation
+        self._on_pool_spare(name, None if event_type == "DELETED" else obj, respecified)
         if not respecified:
             return
         self._reweigh_overlays()
@@ -297,6 +299,14 @@ class Operator:
             if claim.nodepool == name:  # drift and consolidateAfter follow the pool
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
         self._reprovision()
+
+    def _on_pool_spare(self, name: str, obj: dict[str, Any] | None, respecified: bool) -> None:
+        """A pool's joiner.sh/spare-capacity is expanded again when it changes (which no
+        generation says) or the pool, its taints, do; not on each status write."""
+        spare = annotation(obj, SPARE_ANNOTATION) if obj is not None else None
+        if spare != self._pool_spares.get(name) or (spare is not None and respecified):
+            self._pool_spares[name] = spare
+            self.manager.enqueue(self.buffer_controller.name, pool_key(name))
 
     def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
