@@ -21,9 +21,10 @@ one ``FieldError`` per problem, each naming its field
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -66,7 +67,8 @@ class Window:
     duration_text: str  # as written
     replicas: int | None = None
     percentage: int | None = None
-    limits: ResourceList | None = None
+    # not hashed (a dict; equal windows still hash alike): windows key a cache
+    limits: ResourceList | None = field(default=None, hash=False)
 
     @property
     def zone(self) -> ZoneInfo:
@@ -80,6 +82,7 @@ class Window:
         )
 
 
+@functools.lru_cache(maxsize=256)  # a buffer is resolved every 15 s, its annotation rarely changes
 def parse_windows(text: str | None, scalable: bool) -> tuple[Window, ...]:
     """The windows of an annotation's value (none when absent). ``scalable``: the buffer
     has a ``scalableRef`` (``percentage`` needs one)."""

@@ -32,8 +32,26 @@ class Schedule:
     until: float
 
 
+# windows -> (when their schedule was worked out, the schedule): it holds until the next
+# edge, and a buffer is resolved every 15 s (croniter is slow to set up).
+_KNOWN: dict[tuple[Window, ...], tuple[float, Schedule]] = {}
+_KNOWN_AT_MOST = 1024
+
+
 def schedule_at(windows: Sequence[Window], now: float) -> Schedule:
     """The first window active at ``now`` and the next edge of any window."""
+    key = tuple(windows)
+    since, known = _KNOWN.get(key, (math.inf, None))
+    if known is not None and since <= now < known.until:
+        return known
+    schedule = _schedule_at(key, now)
+    if len(_KNOWN) >= _KNOWN_AT_MOST:
+        _KNOWN.clear()
+    _KNOWN[key] = (now, schedule)
+    return schedule
+
+
+def _schedule_at(windows: Sequence[Window], now: float) -> Schedule:
     active = None
     edges = [math.inf]
     for window in windows:

@@ -126,3 +126,17 @@ def test_a_leap_day_window_starts_in_the_next_leap_year() -> None:
     assert schedule_at([leap], _at("2026-01-01T00:00:00")) == Schedule(
         None, _at("2028-02-29T00:00:00")
     )
+
+
+def test_a_schedule_worked_out_once_holds_until_its_next_edge() -> None:
+    """Remembered between edges (a buffer is resolved every 15 s), never past one."""
+    windows = _windows(
+        BUSINESS_HOURS, {"schedule": "@daily", "duration": "1h", "limits": {"cpu": "2"}}
+    )
+    first = schedule_at(windows, _at("2026-01-01T07:30:00"))
+    assert schedule_at(windows, _at("2026-01-01T16:59:59")) is first
+    assert schedule_at(windows, _at("2026-01-01T17:00:00")) == Schedule(
+        None, _at("2026-01-02T00:00:00")
+    )
+    # earlier than when it was worked out: worked out again
+    assert schedule_at(windows, _at("2026-01-01T00:30:00")).active == windows[1]
