@@ -115,13 +115,21 @@ spec:
 """
 
 
+def _refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> tuple[Path, list[str]]:
+    """``joiner validate`` of a file with ``text``: exit status 2, and its lines."""
+    path = tmp_path / "manifests.yaml"
+    path.write_text(text)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    return path, lines
+
+
 def test_capacity_buffers_are_checked_naming_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "buffers.yaml"
-    path.write_text(BUFFERS)
-    code, lines = _run(["validate", str(path)], capsys)
-    assert code == 2
+    path, lines = _refused(tmp_path, capsys, BUFFERS)
     assert lines == [
         f"{path}: CapacityBuffer/spare: OK",
         f"{path}: CapacityBuffer/broken: spec.limits.cpu: invalid value 'lots': "
@@ -161,10 +169,7 @@ def test_a_buffers_time_windows_are_checked_naming_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The API server takes any annotation; Joiner's own are errors here all the same."""
-    path = tmp_path / "windows.yaml"
-    path.write_text(WINDOWED_BUFFERS)
-    code, lines = _run(["validate", str(path)], capsys)
-    assert code == 2
+    path, lines = _refused(tmp_path, capsys, WINDOWED_BUFFERS)
     where = (
         f"{path}: CapacityBuffer/bad-windows: metadata.annotations[joiner.sh/capacity-windows][0]"
     )
@@ -208,10 +213,7 @@ spec:
 def test_a_pools_spare_capacity_is_checked_naming_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "spare.yaml"
-    path.write_text(SPARE_POOLS)
-    code, lines = _run(["validate", str(path)], capsys)
-    assert code == 2
+    path, lines = _refused(tmp_path, capsys, SPARE_POOLS)
     where = f"{path}: NodePool/bad-spare: metadata.annotations[joiner.sh/spare-capacity]"
     assert lines == [
         f"{path}: NodePool/spare: OK",
