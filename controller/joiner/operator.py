@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api.annotations import annotation
+from joiner.api.sparecapacity import SPARE_ANNOTATION
 from joiner.buffers import controller as buffercontroller
 from joiner.buffers.controller import BufferController
 from joiner.buffers.holding import Buffers
+from joiner.buffers.pools import pool_key
 from joiner.buffers.signals import BufferSignals
 from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
@@ -107,6 +110,7 @@ class Operator:
         self.recorder = EventRecorder(kube, clock, options.events_namespace)
         self.feed: Any = None
         self._pool_generations: dict[str, int | None] = {}
+        self._pool_spares: dict[str, str | None] = {}  # joiner.sh/spare-capacity, by pool
         self.manager = Manager(clock, pump=self.pump)
         ctx = ControllerContext(kube, self.state, cloud, clock, self.recorder, self.metrics)
         self.ctx = ctx
@@ -285,6 +289,7 @@ class Operator:
         generation = None if event_type == "DELETED" else obj["metadata"].get("generation")
         respecified = self._pool_generations.get(name) != generation or generation is None
         self._pool_generations[name] = generation
+        self._on_pool_spare(name, None if event_type == "DELETED" else obj, respecified)
         if not respecified:
             return
         self._reweigh_overlays()
@@ -296,6 +301,14 @@ class Operator:
             if claim.nodepool == name:  # drift and consolidateAfter follow the pool
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
         self._reprovision()
+
+    def _on_pool_spare(self, name: str, obj: dict[str, Any] | None, respecified: bool) -> None:
+        """A pool's joiner.sh/spare-capacity is expanded again when it changes (which no
+        generation says) or the pool, its taints, do; not on each status write."""
+        spare = annotation(obj, SPARE_ANNOTATION) if obj is not None else None
+        if spare != self._pool_spares.get(name) or (spare is not None and respecified):
+            self._pool_spares[name] = spare
+            self.manager.enqueue(self.buffer_controller.name, pool_key(name))
 
     def _on_ec2nodeclass(self, event_type: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

@@ -6,7 +6,10 @@ buffer's capacity is provisioned and kept, real pods take precedence over it.
   and through both the buffer's chunks stay held (consolidation keeps their room);
 - a burst within the buffer schedules at once: no NodeClaim is launched for it;
 - a buffer follows a Deployment by percentage as it scales;
-- a NodePool's limit caps a buffer, and its Provisioning condition says so.
+- a NodePool's limit caps a buffer, and its Provisioning condition says so;
+- night at zero (Joiner-only time windows): a buffer of 20% during business hours in
+  Paris and none at night and at weekends; the pool goes to zero nodes after hours and
+  comes back with the buffer in the morning.
 """
 
 from __future__ import annotations
@@ -185,3 +188,59 @@ def test_a_limit_caps_a_buffer_and_its_condition_says_so() -> None:
         "4 of 5 chunks held; all available instance types exceed limits for nodepool "
         "(NodePool=default), limits on cpu leave no room for a node, nodepool=default"
     )
+
+
+# Mon-Fri 08:00-18:00 in Paris (UTC+1 in January: 07:00-17:00 UTC)
+BUSINESS_HOURS = (
+    "- {name: business-hours, schedule: '0 8 * * 1-5', timeZone: Europe/Paris,"
+    " duration: 10h, percentage: 20}"
+)
+
+
+def test_night_at_zero_the_pool_follows_the_buffer_s_business_hours() -> None:
+    """The simulation starts on Thursday 2026-01-01 at 00:00 UTC. web (1-CPU pods, four a
+    node) is at zero at night; its buffer is 20% of web in business hours and nothing
+    otherwise (spec replicas 0). At 08:00 Paris the buffer alone brings a node (20% of no
+    pods is one chunk, at least 1); with web at 10 pods, 2 chunks: 3 nodes; web goes to
+    zero at 17:30 Paris, the buffer's node stays until 18:00, then the pool is empty
+    until Friday 08:00, and again from Friday 18:00 through Saturday (the pool's return
+    on Monday is examples/night-at-zero.yaml's)."""
+    buffer = _buffer(
+        scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "web"}, replicas=0
+    )
+    buffer["metadata"]["annotations"] = {"joiner.sh/capacity-windows": BUSINESS_HOURS}
+
+    def at(name: str, managed: int, **expect: int) -> dict[str, Any]:
+        return {"name": name, "expect": {"nodes": {"managed": managed}, **expect}}
+
+    steps = [
+        {"advance": "6h59m"},
+        at("Thu 07:59 Paris", 0),
+        {"advance": "4m"},
+        at("Thu 08:03 Paris: the buffer's node", 1, podsRunning=0),
+        {"scale": {"kind": "Deployment", "name": "web", "replicas": 10}},
+        {"advance": "5m"},
+        at("Thu 08:08 Paris: 10 pods and 2 chunks", 3, podsRunning=10, pendingPods=0),
+        {"advance": "9h22m"},
+        {"scale": {"kind": "Deployment", "name": "web", "replicas": 0}},
+        {"advance": "29m"},
+        at("Thu 17:59 Paris: web at zero, the buffer's node kept", 1, podsRunning=0),
+        {"advance": "11m"},
+        at("Thu 18:10 Paris: the pool at zero", 0),
+        {"advance": "13h53m"},
+        at("Fri 08:03 Paris: back with the buffer", 1),
+        {"advance": "10h7m"},
+        at("Fri 18:10 Paris", 0),
+        {"advance": "13h53m"},
+        at("Sat 08:03 Paris: no window at weekends", 0),
+    ]
+    simulation, result = _run(
+        _scenario([testing.deployment("web", 0, cpu="1", memory="1Gi"), buffer], steps)
+    )
+    assert _steps(result) == [(step["name"], True) for step in steps if "name" in step]
+    assert _condition(simulation, "joiner.sh/TimeWindow") == (
+        "False",
+        "OutsideWindows",
+        "outside every window: the spec's size until 2026-01-05T07:00:00Z",
+    )
+    assert _condition(simulation, "Provisioning") == ("True", "CapacityHeld", "0 of 0 chunks held")

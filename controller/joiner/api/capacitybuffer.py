@@ -20,6 +20,8 @@ KIND = "CapacityBuffer"
 # The one strategy the API defines: chunks are provisioned and kept, and real pods take
 # precedence over them. Joiner holds buffers of this strategy only.
 ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
+# Joiner-only: the buffer's time windows (joiner.api.capacitywindows, docs/headroom.md).
+WINDOWS_ANNOTATION = "joiner.sh/capacity-windows"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class CapacityBuffer:
     replicas: int | None = None
     percentage: int | None = None
     limits: ResourceList | None = None
+    # Joiner-only: the joiner.sh/capacity-windows annotation as written (its windows are
+    # parsed, with their field errors, by joiner.api.capacitywindows).
+    windows: str | None = None
 
     @property
     def key(self) -> str:
@@ -70,4 +75,5 @@ class CapacityBuffer:
             replicas=spec.get("replicas"),
             percentage=spec.get("percentage"),
             limits=parse_resource_list(limits) if limits is not None else None,
+            windows=(meta.get("annotations") or {}).get(WINDOWS_ANNOTATION),
         )

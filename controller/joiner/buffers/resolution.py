@@ -5,19 +5,25 @@ apps Deployment, ReplicaSet or StatefulSet). The count is the smallest of those 
 sets: ``replicas``; ``percentage`` of the workload's replicas, rounded up and at least 1
 (as the API documents it); and as many chunks as fit under ``limits`` (only the resources
 a chunk requests count). A spec that sets none of them resolves to nothing, as Cluster
-Autoscaler's does. Pure: the objects are read through ``Get``.
+Autoscaler's does. Joiner-only: while one of the buffer's time windows is active, the
+window's size stands in for the spec's (``joiner.buffers.windows``). Pure: the objects
+are read through ``Get``, the time is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import resources as res
+from joiner.api.annotations import AnnotationError
 from joiner.api.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer
+from joiner.api.capacitywindows import parse_windows
 from joiner.api.resources import ResourceList
+from joiner.buffers.windows import Schedule, schedule_at
 from joiner.kube.api import NotFound
 from joiner.scheduling.pods import pod_requests
 
@@ -39,6 +45,7 @@ SCALABLE_NOT_FOUND = "ScalableNotFound"
 UNSUPPORTED_SCALABLE = "UnsupportedScalable"
 NO_SIZE = "NoSize"
 LIMITS_UNRELATED = "LimitsNotRequested"
+INVALID_WINDOWS = "InvalidWindows"
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class Resolved:
     replicas: int
     pod_template: str | None = None  # the PodTemplate's name, for a podTemplateRef
     template_generation: int | None = None
+    schedule: Schedule | None = None  # for a buffer with time windows
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ class Unresolved:
     message: str
 
 
-def resolve(buffer: CapacityBuffer, get: Get) -> Resolved | Unresolved:
+def resolve(buffer: CapacityBuffer, get: Get, now: float) -> Resolved | Unresolved:
     if buffer.strategy != ACTIVE_CAPACITY:
         return Unresolved(
             buffer,
@@ -69,9 +77,33 @@ def resolve(buffer: CapacityBuffer, get: Get) -> Resolved | Unresolved:
             f"spec.provisioningStrategy: {buffer.strategy!r} is not one Joiner holds "
             f"(only {ACTIVE_CAPACITY})",
         )
+    try:
+        windows = parse_windows(buffer.windows, scalable=buffer.scalable is not None)
+    except AnnotationError as error:
+        return Unresolved(buffer, INVALID_WINDOWS, str(error))
+    schedule = schedule_at(windows, now) if windows else None
+    sized = _sized(buffer, schedule)
     if buffer.pod_template is not None:
-        return _from_pod_template(buffer, get)
-    return _from_scalable(buffer, get)
+        resolution = _from_pod_template(sized, get)
+    else:
+        resolution = _from_scalable(sized, get)
+    # The buffer as written (its size is the spec's), with the window that sized it.
+    if isinstance(resolution, Resolved):
+        return dataclasses.replace(resolution, buffer=buffer, schedule=schedule)
+    if schedule is not None and schedule.active is not None:
+        message = f"while {schedule.active.describe()} is active: {resolution.message}"
+        return dataclasses.replace(resolution, buffer=buffer, message=message)
+    return dataclasses.replace(resolution, buffer=buffer)
+
+
+def _sized(buffer: CapacityBuffer, schedule: Schedule | None) -> CapacityBuffer:
+    """The buffer with the active window's size in place of the spec's."""
+    if schedule is None or schedule.active is None:
+        return buffer
+    window = schedule.active
+    return dataclasses.replace(
+        buffer, replicas=window.replicas, percentage=window.percentage, limits=window.limits
+    )
 
 
 def _from_pod_template(buffer: CapacityBuffer, get: Get) -> Resolved | Unresolved:

@@ -4,6 +4,9 @@ Each Joiner object gets one line: ``FILE: Kind/name: OK`` or one line per proble
 ``FILE: Kind/name: field.path: what is wrong`` for what the API server refuses (errors),
 ``FILE: Kind/name: warning: field.path: what Joiner does [code]`` for what it accepts
 but Joiner cannot honour as written (the code names the reason in docs/compatibility.md).
+Joiner-only annotations (a CapacityBuffer's time windows, a NodePool's spare capacity)
+are checked too: the API server
+takes any annotation, but Joiner refuses a bad one, and so does this command.
 Objects of other kinds (a Deployment in the same file) are reported as skipped.
 ``kind: List`` documents are expanded. Exit status: 0 when every Joiner object is valid
 (warnings included, unless ``--strict``), 2 when anything is not.
@@ -13,12 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from joiner import yamlio
+from joiner.api import capacitybuffer, nodepool
+from joiner.api.capacitywindows import windows_errors
 from joiner.api.compatibility import validation_warnings
-from joiner.api.validation import is_joiner_api_version, validate_object
+from joiner.api.sparecapacity import spare_errors
+from joiner.api.validation import FieldError, is_joiner_api_version, validate_object
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
 STDIN = "-"
@@ -96,7 +102,7 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
     if is_old_kind(obj):
         yield from _check_old_kind(label, index, obj, strict)
         return
-    errors = validate_object(obj)
+    errors = validate_object(obj) + joiner_only_errors(obj)
     warnings = validation_warnings(obj)
     if not errors and not warnings:
         yield f"{where}: OK", True
@@ -118,6 +124,19 @@ def _check_old_kind(label: str, index: int, obj: Any, strict: bool) -> Iterator[
         yield f"{label}: warning: {warning} [{CONVERTED}]", not strict
     for converted in result.objects:
         yield from _check_object(label, index, converted, strict)
+
+
+def joiner_only_errors(obj: Any) -> list[FieldError]:
+    """What Joiner refuses in its own annotations (the API server accepts any)."""
+    check = JOINER_ONLY_CHECKS.get(obj.get("kind")) if isinstance(obj, dict) else None
+    return check(obj) if check is not None else []
+
+
+# Kind -> the check of its Joiner-only annotations.
+JOINER_ONLY_CHECKS: dict[str, Callable[[dict[str, Any]], list[FieldError]]] = {
+    capacitybuffer.KIND: windows_errors,
+    nodepool.KIND: spare_errors,
+}
 
 
 def _is_foreign(obj: Any) -> bool:

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from joiner.api.capacitybuffer import KIND as CAPACITY_BUFFER
 from joiner.api.conditions import get_condition
 from joiner.api.nodepool import NodePool
+from joiner.api.sparecapacity import SPARE_ANNOTATION
 from joiner.buffers.chunks import buffer_of
 from joiner.buffers.controller import PROVISIONING
 from joiner.buffers.holding import Placement
-from joiner.buffers.resolution import Resolved
+from joiner.buffers.pools import pool_of
+from joiner.buffers.resolution import Resolved, Unresolved
 from joiner.explain.cluster import Cluster
 from joiner.scheduling import model as m
 from joiner.scheduling.solver import solve
@@ -45,9 +47,13 @@ class BufferNow:
     held: int  # held by the cluster's nodes
     held_here: int  # of those, on the pool's nodes
     provisioning: Provisioning | None  # None: the controller has not written it yet
+    # A NodePool's joiner.sh/spare-capacity: what it expanded to (it has no status).
+    expansion: str | None = None
 
     def describe(self) -> str:
         condition = self.provisioning.describe() if self.provisioning else "Provisioning: unset"
+        if self.expansion is not None:
+            condition = self.expansion
         return (
             f"{self.buffer}: {self.wanted} / {self.held} ({self.held_here} on this pool's "
             f"nodes); {condition}"
@@ -59,6 +65,11 @@ def pool_buffers(cluster: Cluster, pool: NodePool) -> list[BufferNow]:
     nodes = {sn.name for sn in cluster.state.state_nodes() if sn.nodepool == pool.name}
     found = []
     for key, resolution in sorted(cluster.buffers.resolutions.items()):
+        shorthand_of = pool_of(key)
+        if shorthand_of is not None:
+            if shorthand_of == pool.name:
+                found.append(_shorthand(resolution, placement, nodes))
+            continue
         if not isinstance(resolution, Resolved):
             continue
         here = _held_on(placement, key, nodes)
@@ -70,6 +81,23 @@ def pool_buffers(cluster: Cluster, pool: NodePool) -> list[BufferNow]:
                 )
             )
     return found
+
+
+def _shorthand(
+    resolution: Resolved | Unresolved, placement: Placement, nodes: set[str]
+) -> BufferNow:
+    """The pool's own ``joiner.sh/spare-capacity`` and what it expanded to."""
+    key = resolution.buffer.key
+    if isinstance(resolution, Unresolved):
+        expansion = f"{SPARE_ANNOTATION}: {resolution.reason}: {resolution.message}"
+        return BufferNow(key, 0, 0, 0, None, expansion)
+    requests = resolution.template["spec"]["containers"][0]["resources"]["requests"]
+    shape = ", ".join(f"{name}={value}" for name, value in requests.items())
+    expansion = f"{SPARE_ANNOTATION}: {resolution.replicas} chunk(s) of {shape}"
+    held = placement.held(key)
+    return BufferNow(
+        key, resolution.replicas, held, _held_on(placement, key, nodes), None, expansion
+    )
 
 
 def _held_on(placement: Placement, key: str, nodes: set[str]) -> int:

@@ -17,6 +17,7 @@ from joiner.api.capacitybuffer import KIND as CAPACITY_BUFFER
 from joiner.api.capacitybuffer import CapacityBuffer
 from joiner.api.nodepool import NodePool
 from joiner.buffers.holding import Buffers
+from joiner.buffers.pools import expand, pool_key
 from joiner.buffers.resolution import resolve
 from joiner.clock import FakeClock
 from joiner.cloudprovider.fake import FakeCloudProvider
@@ -60,7 +61,11 @@ class Cluster:
         )
         self.buffers = Buffers(self.state)
         for key, raw in self.state.objects[CAPACITY_BUFFER].items():
-            self.buffers.set(key, resolve(CapacityBuffer.from_dict(raw), snapshot.get))
+            self.buffers.set(
+                key, resolve(CapacityBuffer.from_dict(raw), snapshot.get, snapshot.now)
+            )
+        for pool in self.state.nodepools.values():  # their joiner.sh/spare-capacity
+            self.buffers.set(pool_key(pool.name), expand(pool))
         self.provisioner = Provisioner(self._ctx, buffers=self.buffers)
 
     @cached_property

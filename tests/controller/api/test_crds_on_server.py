@@ -27,6 +27,7 @@ import httpx
 import pytest
 import yaml
 from joiner import testing
+from joiner.api.capacitybuffer import WINDOWS_ANNOTATION
 from joiner.api.crds import render_crds
 from joiner.api.definitions import KINDS, Kind
 from joiner.api.schema import Rule, Schema
@@ -419,3 +420,34 @@ def test_the_capacity_reservations_joiner_writes_are_a_valid_status(installed: S
         assert causes == {"status.capacityReservations[0].instanceType"}
     finally:
         installed.delete(nodeclass, upstream=False)
+
+
+def test_a_buffers_time_windows_survive_upstreams_crd_where_a_spec_field_would_not(
+    installed: Servers,
+) -> None:
+    """Why a CapacityBuffer's time windows are an annotation (docs/headroom.md): on
+    upstream's CRD, as on Joiner's, the annotation is stored as written; a spec field is
+    refused (strict field validation) or silently pruned (kubectl's default)."""
+    windows = "- {schedule: '0 8 * * 1-5', timeZone: Europe/Paris, duration: 10h, percentage: 20}\n"
+    buffer = {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "windows", "annotations": {WINDOWS_ANNOTATION: windows}},
+        "spec": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "web"}},
+    }
+    as_field = {**buffer, "spec": {**buffer["spec"], "windows": yaml.safe_load(windows)}}
+    for upstream in (True, False):
+        created = installed.create(buffer, upstream)
+        assert created.code == 201, created.status
+        assert created.status["metadata"]["annotations"] == {WINDOWS_ANNOTATION: windows}
+        refused = installed.create(as_field, upstream)
+        assert (refused.code, refused.status["message"]) == (
+            400,
+            'CapacityBuffer in version "v1beta1" cannot be handled as a CapacityBuffer: '
+            'strict decoding error: unknown field "spec.windows"',
+        )
+        pruned = installed.http.post(
+            _collection(as_field, upstream), params={"dryRun": "All"}, json=_as(as_field, upstream)
+        )
+        assert pruned.status_code == 201, pruned.text
+        assert pruned.json()["spec"] == created.status["spec"]  # defaulted, no windows

@@ -13,6 +13,7 @@ from typing import Any
 from ctl_harness import Harness, pending_pod
 from joiner import testing
 from joiner.api.conditions import get_condition
+from joiner.buffers.resolution import Unresolved
 from joiner.kube.controllermanager import NODE_LIFECYCLE_DELAY
 
 BUFFER_API = "autoscaling.x-k8s.io/v1beta1"
@@ -209,3 +210,125 @@ def test_a_chunk_no_instance_type_fits_is_not_held_and_the_condition_says_so() -
         "0 of 1 chunks held; no instance type has enough resources, requests cpu=16, "
         "memory=1Gi, pods=1 (pod + daemonsets), nodepool=default",
     )
+
+
+def _windowed(windows: str, **spec: Any) -> dict[str, Any]:
+    buffer = _buffer(**spec)
+    buffer["metadata"]["annotations"] = {"joiner.sh/capacity-windows": windows}
+    return buffer
+
+
+def test_a_time_window_sizes_the_buffer_from_its_start_to_its_end() -> None:
+    """No chunk outside the window, two inside it: the size changes at each edge (the
+    buffer is resolved then, not at its next 15 s resync), and the status says which
+    window is active and until when."""
+    h = Harness()
+    h.default_setup()
+    h.advance(7)  # the buffer's resyncs fall at :07, :22, :37, :52 past each minute
+    window = "[{name: morning, schedule: '5 0 * * *', duration: 10m, replicas: 2}]"
+    h.install(_pod_template(), _windowed(window, podTemplateRef={"name": "chunk"}, replicas=0))
+    h.advance(292)  # 00:04:59
+    assert h.nodeclaims() == []
+    assert _status(h)["replicas"] == 0
+    assert _condition(h, "joiner.sh/TimeWindow") == (
+        "False",
+        "OutsideWindows",
+        "outside every window: the spec's size until 2026-01-01T00:05:00Z",
+    )
+    h.advance(3)  # 00:05:02: resolved at 00:05:00, one batch window (1 s) later a launch
+    assert _requests(h) == [{"cpu": "2", "memory": "2Gi", "pods": "2"}]
+    assert _status(h)["replicas"] == 2
+    assert _condition(h, "joiner.sh/TimeWindow") == (
+        "True",
+        "WindowActive",
+        "window 0 'morning' (5 0 * * * UTC, 10m): replicas 2 until 2026-01-01T00:15:00Z",
+    )
+    h.advance(600)  # 00:15:02
+    assert _status(h)["replicas"] == 0
+    assert _condition(h, "joiner.sh/TimeWindow") == (
+        "False",
+        "OutsideWindows",
+        "outside every window: the spec's size until 2026-01-02T00:05:00Z",
+    )
+
+
+def test_the_next_resolution_is_at_the_next_window_edge_when_it_comes_first() -> None:
+    h = Harness()
+    h.default_setup()
+    window = "[{schedule: '5 0 * * *', duration: 10m, replicas: 2}]"
+    h.install(_pod_template(), _windowed(window, podTemplateRef={"name": "chunk"}, replicas=0))
+    h.advance(290)  # 00:04:50
+    result = h.operator.buffer_controller.reconcile("default/spare")
+    assert result.requeue_after == 10.0
+    h.advance(20)  # 00:05:10: the next edge, the end, is far: the resync comes first
+    assert h.operator.buffer_controller.reconcile("default/spare").requeue_after == 15.0
+
+
+def test_bad_time_windows_hold_nothing_and_the_condition_names_the_field() -> None:
+    h = Harness()
+    h.default_setup()
+    window = "[{schedule: '5 0 * * *', timeZone: Europe/Pariss, duration: 10m, replicas: 2}]"
+    h.install(_pod_template(), _windowed(window, podTemplateRef={"name": "chunk"}, replicas=1))
+    h.advance(3)
+    assert h.nodeclaims() == []
+    assert _condition(h, "ReadyForProvisioning") == (
+        "False",
+        "InvalidWindows",
+        "metadata.annotations[joiner.sh/capacity-windows][0].timeZone: unknown time zone "
+        "'Europe/Pariss' (an IANA name like Europe/Paris, or UTC)",
+    )
+
+
+def _spare_pool(spare: str, **overrides: Any) -> dict[str, Any]:
+    pool = testing.nodepool(**overrides)
+    pool["metadata"]["annotations"] = {"joiner.sh/spare-capacity": spare}
+    return pool
+
+
+def test_a_pools_spare_capacity_is_held_on_its_nodes() -> None:
+    """{cpu: 3, memory: 6Gi} is three chunks of 1 CPU and 2 GiB, pinned to the pool: one
+    4-CPU NodeClaim of that pool holds them; the pool's taint is tolerated."""
+    h = Harness()
+    h.kube.create(testing.ec2nodeclass())
+    taint = {"key": "team", "value": "web", "effect": "NoSchedule"}
+    h.kube.create(_spare_pool('{cpu: "3", memory: 6Gi}', taints=[taint]))
+    h.advance(3)
+    [claim] = h.nodeclaims()
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "3", "memory": "6Gi", "pods": "3"}
+    assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    buffer = h.operator.buffers.resolutions["NodePool/default"]
+    assert buffer.replicas == 3 and buffer.template["spec"]["tolerations"] == [
+        {"key": "team", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    h.advance(600)  # held: nothing more is launched
+    assert len(h.nodeclaims()) == 1
+
+
+def test_a_pools_spare_capacity_follows_its_annotation() -> None:
+    """Changed (no new generation: an annotation) and removed: the buffer follows; a bad
+    value holds nothing."""
+    h = Harness()
+    h.kube.create(testing.ec2nodeclass())
+    h.kube.create(_spare_pool('{cpu: "1"}'))
+    h.advance(3)
+    assert h.operator.buffers.resolutions["NodePool/default"].replicas == 1
+    pool = h.kube.get("NodePool", "default")
+    pool["metadata"]["annotations"]["joiner.sh/spare-capacity"] = '{cpu: "2"}'
+    h.kube.update(pool)
+    h.advance(1)
+    assert h.operator.buffers.resolutions["NodePool/default"].replicas == 2
+    pool = h.kube.get("NodePool", "default")
+    pool["metadata"]["annotations"]["joiner.sh/spare-capacity"] = "{gpu: 1}"
+    h.kube.update(pool)
+    h.advance(1)
+    assert h.operator.buffers.resolutions["NodePool/default"] == Unresolved(
+        h.operator.buffers.resolutions["NodePool/default"].buffer,
+        "InvalidSpareCapacity",
+        "metadata.annotations[joiner.sh/spare-capacity].gpu: only cpu and memory (for "
+        "another resource, a CapacityBuffer)",
+    )
+    pool = h.kube.get("NodePool", "default")
+    del pool["metadata"]["annotations"]["joiner.sh/spare-capacity"]
+    h.kube.update(pool)
+    h.advance(1)
+    assert "NodePool/default" not in h.operator.buffers.resolutions

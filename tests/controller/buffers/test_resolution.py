@@ -44,6 +44,7 @@ def _workload(kind: str, replicas: int | None) -> dict[str, Any]:
     return {"kind": kind, "metadata": {"name": "web", "namespace": "apps"}, "spec": spec}
 
 
+NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 WEB = {"apiGroup": "apps", "kind": "Deployment", "name": "web"}
 
 
@@ -70,7 +71,7 @@ def test_counts_combine_as_the_api_documents(
     spec: dict[str, Any], replicas: int | None, expected: int
 ) -> None:
     store = _store(_workload("Deployment", replicas))
-    resolved = r.resolve(_buffer(scalableRef=WEB, **spec), store)
+    resolved = r.resolve(_buffer(scalableRef=WEB, **spec), store, NOW)
     assert isinstance(resolved, r.Resolved)
     assert (resolved.replicas, resolved.template) == (expected, CHUNK)
     assert resolved.pod_template is None
@@ -78,14 +79,14 @@ def test_counts_combine_as_the_api_documents(
 
 def test_a_pod_template_shapes_the_chunk_and_is_reported_with_its_generation() -> None:
     buffer = _buffer(podTemplateRef={"name": "chunk"}, replicas=3)
-    resolved = r.resolve(buffer, _store(_pod_template(generation=7)))
+    resolved = r.resolve(buffer, _store(_pod_template(generation=7)), NOW)
     assert resolved == r.Resolved(buffer, CHUNK, 3, "chunk", 7)
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "ReplicaSet", "StatefulSet"])
 def test_each_apps_workload_may_shape_the_chunk(kind: str) -> None:
     buffer = _buffer(scalableRef={**WEB, "kind": kind}, percentage=50)
-    resolved = r.resolve(buffer, _store(_workload(kind, 4)))
+    resolved = r.resolve(buffer, _store(_workload(kind, 4)), NOW)
     assert isinstance(resolved, r.Resolved) and resolved.replicas == 2
 
 
@@ -136,4 +137,46 @@ def test_a_buffer_that_resolves_to_nothing_says_why_naming_the_field(
 ) -> None:
     buffer = _buffer(**spec)
     store = _store(_pod_template(), _workload("Deployment", 4))
-    assert r.resolve(buffer, store) == r.Unresolved(buffer, reason, message)
+    assert r.resolve(buffer, store, NOW) == r.Unresolved(buffer, reason, message)
+
+
+def _windowed(windows: str, **spec: Any) -> CapacityBuffer:
+    raw = {
+        "metadata": {
+            "name": "spare",
+            "namespace": "apps",
+            "annotations": {"joiner.sh/capacity-windows": windows},
+        },
+        "spec": spec,
+    }
+    return CapacityBuffer.from_dict(raw)
+
+
+# 00:00-01:00 UTC every day; NOW is 2026-01-01T00:00:00Z, inside it
+FIRST_HOUR = "[{schedule: '@daily', duration: 1h, percentage: 50}]"
+
+
+def test_an_active_window_s_size_stands_in_for_the_spec_s() -> None:
+    """The window's percentage replaces the spec's replicas (a window sets the whole
+    size); outside it, the spec's replicas again."""
+    buffer = _windowed(FIRST_HOUR, scalableRef=WEB, replicas=1)
+    store = _store(_workload("Deployment", 10))
+    inside = r.resolve(buffer, store, NOW)
+    assert isinstance(inside, r.Resolved) and inside.schedule is not None
+    assert (inside.replicas, inside.buffer, inside.schedule.until) == (5, buffer, NOW + 3600)
+    outside = r.resolve(buffer, store, NOW + 3600)
+    assert isinstance(outside, r.Resolved) and outside.schedule is not None
+    assert (outside.replicas, outside.schedule.active) == (1, None)
+    plain = r.resolve(_buffer(scalableRef=WEB, replicas=1), store, NOW)
+    assert isinstance(plain, r.Resolved) and plain.schedule is None
+
+
+def test_a_window_that_sizes_nothing_says_which_window() -> None:
+    windows = "[{schedule: '@daily', duration: 1h, limits: {memory: 1Gi}}]"
+    buffer = _windowed(windows, podTemplateRef={"name": "chunk"}, replicas=1)
+    assert r.resolve(buffer, _store(_pod_template()), NOW) == r.Unresolved(
+        buffer,
+        "LimitsNotRequested",
+        "while window 0 (@daily UTC, 1h) is active: spec.limits: a chunk requests none of "
+        "memory, so the limits size nothing",
+    )

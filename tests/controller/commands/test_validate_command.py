@@ -115,13 +115,21 @@ spec:
 """
 
 
+def _refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> tuple[Path, list[str]]:
+    """``joiner validate`` of a file with ``text``: exit status 2, and its lines."""
+    path = tmp_path / "manifests.yaml"
+    path.write_text(text)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    return path, lines
+
+
 def test_capacity_buffers_are_checked_naming_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "buffers.yaml"
-    path.write_text(BUFFERS)
-    code, lines = _run(["validate", str(path)], capsys)
-    assert code == 2
+    path, lines = _refused(tmp_path, capsys, BUFFERS)
     assert lines == [
         f"{path}: CapacityBuffer/spare: OK",
         f"{path}: CapacityBuffer/broken: spec.limits.cpu: invalid value 'lots': "
@@ -129,6 +137,89 @@ def test_capacity_buffers_are_checked_naming_the_field(
         f"{path}: CapacityBuffer/broken: spec.replicas: must be >= 0, got -1",
         f"{path}: CapacityBuffer/both: spec: You must define either PodTemplateRef or "
         "ScalableRef, but not both",
+    ]
+
+
+WINDOWED_BUFFERS = """\
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: business-hours
+  annotations:
+    joiner.sh/capacity-windows: |
+      - {schedule: "0 8 * * 1-5", timeZone: Europe/Paris, duration: 10h, percentage: 20}
+spec:
+  scalableRef: {apiGroup: apps, kind: Deployment, name: web}
+  replicas: 0
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: bad-windows
+  annotations:
+    joiner.sh/capacity-windows: |
+      - {schedule: "0 8 * *", timeZone: Europe/Pariss, duration: 10 hours, replicas: -2}
+spec:
+  podTemplateRef: {name: chunk}
+  replicas: 1
+"""
+
+
+def test_a_buffers_time_windows_are_checked_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server takes any annotation; Joiner's own are errors here all the same."""
+    path, lines = _refused(tmp_path, capsys, WINDOWED_BUFFERS)
+    where = (
+        f"{path}: CapacityBuffer/bad-windows: metadata.annotations[joiner.sh/capacity-windows][0]"
+    )
+    assert lines == [
+        f"{path}: CapacityBuffer/business-hours: OK",
+        f"{where}.schedule: '0 8 * *' is not a cron schedule (5 fields like '0 8 * * 1-5', or "
+        "a macro like @daily)",
+        f"{where}.timeZone: unknown time zone 'Europe/Pariss' (an IANA name like Europe/Paris, "
+        "or UTC)",
+        f"{where}.duration: '10 hours' is not a duration in hours and minutes above zero like "
+        "10h or 1h30m",
+        f"{where}.replicas: expected a whole number >= 0, got -2",
+    ]
+
+
+SPARE_POOLS = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: spare
+  annotations: {joiner.sh/spare-capacity: '{cpu: "4", memory: 16Gi}'}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: bad-spare
+  annotations: {joiner.sh/spare-capacity: '{cpu: lots, memory: "0", gpu: 1}'}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+
+
+def test_a_pools_spare_capacity_is_checked_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, lines = _refused(tmp_path, capsys, SPARE_POOLS)
+    where = f"{path}: NodePool/bad-spare: metadata.annotations[joiner.sh/spare-capacity]"
+    assert lines == [
+        f"{path}: NodePool/spare: OK",
+        f"{where}.cpu: invalid value 'lots': expected a quantity like 500m, 2, 4Gi or 100G",
+        f"{where}.memory: must be more than 0",
+        f"{where}.gpu: only cpu and memory (for another resource, a CapacityBuffer)",
     ]
 
 

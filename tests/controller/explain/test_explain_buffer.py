@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from explain_scenarios import EXAMPLES, cluster_at, explain_json
+from joiner import testing
 from joiner.explain.cluster import Cluster
 from joiner.explain.node import explain_node
 from joiner.explain.nodepool import explain_nodepool
@@ -103,6 +105,7 @@ def test_the_pool_answer_in_json(capsys: pytest.CaptureFixture[str]) -> None:
                 "reason": "PoolLimitReached",
                 "message": LIMIT_REACHED.split("PoolLimitReached: ", 1)[1],
             },
+            "expansion": None,
         }
     ]
 
@@ -144,3 +147,33 @@ def test_the_docs_show_the_headroom_answers_as_they_are() -> None:
     assert pool in explain
     assert "```\n" + "\n".join(explain_node(headroom, node).lines()) + "\n```" in explain
     assert f"joiner explain node {node} --simulate examples/headroom.yaml" in explain
+
+
+def _spare_pool_cluster(spare: str) -> Cluster:
+    """A pool with that spare capacity annotation, two minutes on."""
+    pool = testing.nodepool(requirements=[testing.capacity_types("on-demand")])
+    pool["metadata"]["annotations"] = {"joiner.sh/spare-capacity": spare}
+    doc = testing.scenario(
+        "spare-pool",
+        [testing.scenario_instance_type("std-4x16", "4", "16Gi", {"zone-a/on-demand": 0.2})],
+        [testing.ec2nodeclass(), pool],
+        [{"advance": "2m"}],
+    )
+    return Cluster(snapshot_at(load_scenario(yaml.safe_dump(doc)), None))
+
+
+def test_a_pools_spare_capacity_is_listed_with_what_it_expanded_to() -> None:
+    """{cpu: "2", memory: 2Gi}: two chunks of 1 CPU and 1 GiB, held on the node launched
+    for them; a bad value is listed with its error."""
+    cluster = _spare_pool_cluster('{cpu: "2", memory: 2Gi}')
+    [line] = explain_nodepool(cluster, "default").lines()[-1:]
+    assert line == (
+        "    NodePool/default: 2 / 2 (2 on this pool's nodes); joiner.sh/spare-capacity: "
+        "2 chunk(s) of cpu=1, memory=1Gi"
+    )
+    bad = _spare_pool_cluster("{cpu: many}")
+    assert explain_nodepool(bad, "default").lines()[-1] == (
+        "    NodePool/default: 0 / 0 (0 on this pool's nodes); joiner.sh/spare-capacity: "
+        "InvalidSpareCapacity: metadata.annotations[joiner.sh/spare-capacity].cpu: invalid "
+        "value 'many': expected a quantity like 500m, 2, 4Gi or 100G"
+    )

@@ -172,6 +172,7 @@ def test_a_buffer_is_resolved_from_the_live_pod_template_read_only(
                 "held": 0,
                 "held_here": 0,
                 "provisioning": None,
+                "expansion": None,
             }
         ],
         "gpu": [],

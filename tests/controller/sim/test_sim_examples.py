@@ -21,6 +21,7 @@ def test_the_examples_are_there():
         "headroom.yaml",
         "limits.yaml",
         "min-values.yaml",
+        "night-at-zero.yaml",
         "node-overlay.yaml",
         "node-repair.yaml",
         "pod-deletion-cost.yaml",
