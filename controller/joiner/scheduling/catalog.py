@@ -186,9 +186,7 @@ class PoolCatalog:
         ]
         return {z if key == wk.ZONE else c for z, c in offered}
 
-    def _offerings_allowed(
-        self, requirements: Requirements
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _offerings_allowed(self, requirements: Requirements) -> tuple[np.ndarray, np.ndarray]:
         """``offering_prices`` and ``cell_prices``."""
         zone = requirements.get_requirement(wk.ZONE)
         capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)

@@ -1099,9 +1099,10 @@ class _Solver:
             assert fit.requirements is not None and fit.idx is not None
             assert fit.avail is not None
             idx, avail = fit.idx, fit.avail
-            if fit.counts is not None:
+            # every candidate stays (no mask, no copies) when each has room for them all
+            if fit.counts is not None and count > _held_everywhere(target, group.wanted):
                 keep = fit.counts >= count
-                if not keep.all():  # else every candidate stays: no copies
+                if not keep.all():
                     idx, avail = idx[keep], avail.compress(keep, axis=1)
             target.add(fit.requirements, fit.signature, idx, group.vector, keys, avail)
             target.ports |= group.ports
@@ -1298,10 +1299,7 @@ def _price_rise(draft: Draft, fit: _Fit, wanted: Sequence[tuple[int, int]]) -> A
     those rises are 0 without pricing (most of the rises asked)."""
     assert fit.requirements is not None and fit.idx is not None
     kept = fit.signature == draft.sig and fit.idx is draft.idx
-    free = 0
-    if kept:
-        least = draft.least
-        free = min(least[d] // amount for d, amount in wanted)
+    free = _held_everywhere(draft, wanted) if kept else 0
     counts = fit.counts
     known: dict[int, float] = {}
 
@@ -1317,6 +1315,14 @@ def _price_rise(draft: Draft, fit: _Fit, wanted: Sequence[tuple[int, int]]) -> A
         return found
 
     return rise
+
+
+def _held_everywhere(draft: Draft, wanted: Sequence[tuple[int, int]]) -> int:
+    """How many pods requesting ``wanted`` ((dimension, amount) pairs) every candidate
+    type of the draft still has room for (at least; the candidates a fit keeps are
+    among them)."""
+    least = draft.least
+    return min(least[d] // amount for d, amount in wanted)
 
 
 def _no_rise(k: int) -> float:
