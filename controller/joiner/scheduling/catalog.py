@@ -120,7 +120,7 @@ class PoolCatalog:
             .T
         )
         # per (zones allowed, capacity types allowed): at most 2**(zones + capacity types)
-        self._offerings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._offerings: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._daemonsets = daemonsets
         self._all = np.arange(len(self.types))
         self._free: dict[str, np.ndarray] = {}
@@ -151,29 +151,43 @@ class PoolCatalog:
     def offering_prices(self, requirements: Requirements) -> np.ndarray:
         """[t, z, c] prices restricted to the zones and capacity types allowed (read-only:
         one array per distinct set of those, shared by every caller)."""
-        return self._offerings_allowed(requirements)[1]
+        return self._offerings_allowed(requirements)[0]
 
     def cell_prices(self, requirements: Requirements) -> np.ndarray:
         """``offering_prices`` by cell, [z * c, t] in C order: a reduction over some types
         runs along contiguous rows (over [t, z, c] it strides, and costs about five times
         as much). Read-only and shared, as ``offering_prices``."""
-        return self._offerings_allowed(requirements)[2]
+        return self._offerings_allowed(requirements)[1]
 
     def offered_values(self, requirements: Requirements, idx: np.ndarray, key: str) -> set[str]:
         """The zones (``key`` the zone label) or capacity types in which some type of
         ``idx`` has an available offering that the requirements allow."""
-        allowed = self._offerings_allowed(requirements)[0]
-        # take, not [:, idx]: its result is C-ordered, so the reduction runs along rows
-        cells = self._available.take(idx, axis=1).any(axis=1).reshape(allowed.shape) & allowed
-        if key == wk.ZONE:
-            return {z for z, ok in zip(self.zones, cells.any(axis=1).tolist(), strict=True) if ok}
-        offered = cells.any(axis=0).tolist()
-        return {c for c, ok in zip(self.capacity_types, offered, strict=True) if ok}
+        return self.values_offered(requirements, self.offered_cells(idx), key)
 
-    def _offerings_allowed(
-        self, requirements: Requirements
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The [z, c] cells the requirements allow, ``offering_prices`` and ``cell_prices``."""
+    def offered_cells(self, idx: np.ndarray) -> list[bool]:
+        """Per [zone, capacity type] cell (zone by zone), whether some type of ``idx`` has
+        an available offering there."""
+        # take, not [:, idx]: its result is C-ordered, so the reduction runs along rows
+        return self._available.take(idx, axis=1).any(axis=1).tolist()
+
+    def values_offered(
+        self, requirements: Requirements, cells: Sequence[bool], key: str
+    ) -> set[str]:
+        """``offered_values`` from the types' ``offered_cells`` (a handful of cells: plain
+        Python, where NumPy's calls cost more than the work)."""
+        zone = requirements.get_requirement(wk.ZONE)
+        capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
+        cell = iter(cells)
+        offered = [
+            (z, c)
+            for z in self.zones
+            for c in self.capacity_types
+            if next(cell) and zone.has(z) and capacity_type.has(c)
+        ]
+        return {z if key == wk.ZONE else c for z, c in offered}
+
+    def _offerings_allowed(self, requirements: Requirements) -> tuple[np.ndarray, np.ndarray]:
+        """``offering_prices`` and ``cell_prices``."""
         zone = requirements.get_requirement(wk.ZONE)
         capacity_type = requirements.get_requirement(wk.CAPACITY_TYPE)
         zones = tuple(zone.has(z) for z in self.zones)
@@ -185,7 +199,7 @@ class PoolCatalog:
             by_cell = np.ascontiguousarray(prices.reshape(len(self.types), allowed.size).T)
             for array in (prices, by_cell):
                 array.setflags(write=False)
-            found = self._offerings[zones, cts] = (allowed, prices, by_cell)
+            found = self._offerings[zones, cts] = (prices, by_cell)
         return found
 
     def type_prices(self, requirements: Requirements, signature: str) -> np.ndarray:

@@ -20,9 +20,14 @@ class Draft:
 
     __slots__ = (
         "_bounds_for",
+        "_cells",
+        "_cells_for",
+        "_domains",
         "_fewest",
         "_least",
         "_most",
+        "_pinned",
+        "_price",
         "_reserved",
         "_reserved_for",
         "_room",
@@ -68,6 +73,11 @@ class Draft:
         self._least: list[int] | None = None
         self._reserved_for = -1
         self._reserved: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._price: float | None = None
+        self._cells_for = -1
+        self._cells: list[bool] = []
+        self._domains: dict[str, list[str]] = {}  # per key, under the requirements
+        self._pinned: dict[str, str | None] = {}  # likewise
 
     @property
     def room(self) -> list[int]:
@@ -107,6 +117,10 @@ class Draft:
         ``idx``; ``avail``, when the caller has it, is ``self.avail``'s columns of those."""
         if avail is None:
             avail = self.free[idx].T - self.used[:, None]
+        if signature != self.sig:
+            self._domains, self._pinned = {}, {}
+        if signature != self.sig or len(idx) != len(self.idx):
+            self._price = None
         taken = requests * len(keys)
         # C order: a transposed or column-selected input would make every later
         # reduction over the candidates a strided one
@@ -120,15 +134,44 @@ class Draft:
         self._room = self._least = None
 
     def domains(self, key: str) -> list[str]:
-        """The values ``key`` may still take on this node."""
+        """The values ``key`` may still take on this node (kept while the requirements
+        stay the same: every pod placed asks them of each topology group counting it)."""
         if key == wk.HOSTNAME:
             return [self.hostname]
-        requirement = self.requirements.get_requirement(key)
-        return sorted(v for v in self.pool.domains(key) if requirement.has(v))
+        found = self._domains.get(key)
+        if found is None:
+            requirement = self.requirements.get_requirement(key)
+            found = sorted(v for v in self.pool.domains(key) if requirement.has(v))
+            self._domains[key] = found
+        return found
+
+    def pinned(self, key: str) -> str | None:
+        """The one value the requirements allow for ``key``, if they name exactly one
+        (kept as ``domains`` is: asked of every claim passed over for each pod)."""
+        if key in self._pinned:
+            return self._pinned[key]
+        requirement = self.requirements.get(key)
+        value = None
+        if requirement is not None and not requirement.complement and len(requirement.values) == 1:
+            value = next(iter(requirement.values))
+        self._pinned[key] = value
+        return value
+
+    def offered_cells(self) -> list[bool]:
+        """``PoolCatalog.offered_cells`` of the candidates, kept as ``_bounds`` are."""
+        if self._cells_for != len(self.idx):
+            self._cells = self.pool.offered_cells(self.idx)
+            self._cells_for = len(self.idx)
+        return self._cells
 
     def price(self) -> float:
-        """The cheapest offering of any candidate type under the requirements."""
-        return float(self.pool.type_prices(self.requirements, self.sig)[self.idx].min())
+        """The cheapest offering of any candidate type under the requirements, kept while
+        they and the candidates stay the same (candidates only ever shrink to a subset,
+        so their number tells)."""
+        if self._price is None:
+            prices = self.pool.type_prices(self.requirements, self.sig)
+            self._price = float(prices[self.idx].min())
+        return self._price
 
     def reservation(self) -> np.ndarray:
         """What this NodeClaim may take from its pool's limits: the largest capacity
