@@ -18,7 +18,9 @@ from typing import Any
 
 from joiner import yamlio
 from joiner.api.compatibility import validation_warnings
-from joiner.api.validation import is_joiner_api_version, validate_object
+from joiner.api.nodepool import KIND as NODEPOOL
+from joiner.api.rebalance import rebalance_settings
+from joiner.api.validation import FieldError, is_joiner_api_version, validate_object
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
 
 STDIN = "-"
@@ -96,7 +98,7 @@ def _check_object(label: str, index: int, obj: Any, strict: bool) -> Iterator[tu
     if is_old_kind(obj):
         yield from _check_old_kind(label, index, obj, strict)
         return
-    errors = validate_object(obj)
+    errors = validate_object(obj) + _joiner_setting_errors(obj)
     warnings = validation_warnings(obj)
     if not errors and not warnings:
         yield f"{where}: OK", True
@@ -118,6 +120,14 @@ def _check_old_kind(label: str, index: int, obj: Any, strict: bool) -> Iterator[
         yield f"{label}: warning: {warning} [{CONVERTED}]", not strict
     for converted in result.objects:
         yield from _check_object(label, index, converted, strict)
+
+
+def _joiner_setting_errors(obj: Any) -> list[FieldError]:
+    """What the API server accepts but Joiner refuses: a NodePool's bad rebalance
+    annotations (``joiner.api.rebalance``)."""
+    if not isinstance(obj, dict) or obj.get("kind") != NODEPOOL:
+        return []
+    return rebalance_settings(obj.get("metadata"))[1]
 
 
 def _is_foreign(obj: Any) -> bool:
