@@ -40,9 +40,11 @@ def take_all(command: Command) -> str | None:
 
 @dataclass
 class Command:
-    reason: str  # Empty, Drifted, Underutilized
+    reason: str  # Empty, Drifted, Underutilized, Rebalanced
     candidates: list[Candidate]
     replacements: list[NodeClaimPlan] = field(default_factory=list)
+    # what the replacements' NodeClaims carry besides their pool's (a move's launch time)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def decision(self) -> str:
@@ -103,7 +105,7 @@ def drift(
             continue
         plan = simulate([candidate])
         if plan.unplaceable:
-            skipped[candidate.name] = _unplaceable(plan)
+            skipped[candidate.name] = unplaceable_reason(plan)
             continue
         return Verdict(Command(DRIFTED, [candidate], list(plan.nodeclaims)), skipped)
     return Verdict(None, skipped)
@@ -158,7 +160,7 @@ def _feasible(
 ) -> tuple[Command | None, str]:
     plan = simulate(candidates)
     if plan.unplaceable:
-        return None, _unplaceable(plan)
+        return None, unplaceable_reason(plan)
     if not plan.nodeclaims:
         return Command(UNDERUTILIZED, list(candidates)), ""
     if len(plan.nodeclaims) > 1:
@@ -194,7 +196,7 @@ def _cheaper_replacement(
         instance_type = by_name.get(name)
         if instance_type is None:
             continue
-        worst = _worst_launch_price(instance_type, requirements)
+        worst = worst_launch_price(instance_type, requirements)
         if worst is not None and worst < ceiling:
             cheaper.append((worst, name))
     cheaper.sort()
@@ -207,7 +209,7 @@ def _cheaper_replacement(
     if not cheaper:
         return None, "replacement not cheaper"
     names = [name for _, name in cheaper]
-    return _narrow(replacement, requirements, names, cheaper[0][0]), ""
+    return narrow(replacement, requirements, names, cheaper[0][0]), ""
 
 
 def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) -> float:
@@ -220,12 +222,12 @@ def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) 
     return min([ceiling, *same])
 
 
-def _worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+def worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
     prices = [o.price for o in instance_type.compatible_offerings(requirements)]
     return max(prices) if prices else None
 
 
-def _narrow(
+def narrow(
     plan: NodeClaimPlan, requirements: Requirements, names: list[str], price: float
 ) -> NodeClaimPlan:
     requirements.add(Requirement.new(wk.INSTANCE_TYPE, IN, names))
@@ -473,7 +475,7 @@ def _round_robin(candidates: Sequence[Candidate]) -> list[Candidate]:
     return ordered
 
 
-def _unplaceable(plan: Plan) -> str:
+def unplaceable_reason(plan: Plan) -> str:
     key, why = next(iter(plan.unplaceable.items()))
     more = len(plan.unplaceable) - 1
     suffix = f" (and {more} more)" if more else ""
