@@ -35,10 +35,10 @@ KNOWN = (ENABLED, EVICTIONS_PER_HOUR, PODS_PER_MOVE, MIN_SAVING_PER_EVICTION, AM
 
 # The defaults: a pool of a few hundred pods is walked to its target within an hour or
 # two, a move of a few nodes at a time, and only for a saving that repays its churn.
-DEFAULT_EVICTIONS_PER_HOUR = 100
-DEFAULT_PODS_PER_MOVE = 50
+DEFAULT_EVICTIONS_PER_HOUR = 200
+DEFAULT_PODS_PER_MOVE = 100
 DEFAULT_MIN_SAVING_PER_EVICTION = 0.001  # $/hour per pod evicted
-DEFAULT_AMORTISATION = "2h"
+DEFAULT_AMORTISATION = "1h"
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class RebalanceSettings:
     evictions_per_hour: int = DEFAULT_EVICTIONS_PER_HOUR
     pods_per_move: int = DEFAULT_PODS_PER_MOVE
     min_saving_per_eviction: float = DEFAULT_MIN_SAVING_PER_EVICTION
-    amortisation: float = 7200.0  # seconds (DEFAULT_AMORTISATION)
+    amortisation: float = 3600.0  # seconds (DEFAULT_AMORTISATION)
 
 
 def rebalance_settings(metadata: Any) -> tuple[RebalanceSettings, list[FieldError]]:

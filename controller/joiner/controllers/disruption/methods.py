@@ -179,12 +179,7 @@ def _cheaper_replacement(
     by_name: dict[str, InstanceType],
     options: ConsolidationOptions,
 ) -> tuple[NodeClaimPlan | None, str]:
-    requirements = Requirements.from_node_selector_requirements(replacement.requirements)
-    capacity = requirements.get_requirement(wk.CAPACITY_TYPE)
-    if capacity.has(wk.CAPACITY_TYPE_SPOT) and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND):
-        # From on-demand to [on-demand, spot]: the price check assumes spot launches, so
-        # only spot may launch; if spot is short, the launch fails and the node stays.
-        requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_SPOT]))
+    requirements = replacement_requirements(replacement)
     all_spot = all(c.capacity_type == wk.CAPACITY_TYPE_SPOT for c in candidates)
     spot_only = not requirements.get_requirement(wk.CAPACITY_TYPE).has(wk.CAPACITY_TYPE_ON_DEMAND)
     spot_to_spot = all_spot and spot_only
@@ -210,6 +205,17 @@ def _cheaper_replacement(
         return None, "replacement not cheaper"
     names = [name for _, name in cheaper]
     return narrow(replacement, requirements, names, cheaper[0][0]), ""
+
+
+def replacement_requirements(replacement: NodeClaimPlan) -> Requirements:
+    """What a replacement may launch: its plan's requirements, spot only where they allow
+    spot and on-demand (the price check assumes spot launches; if spot is short, the
+    launch fails and the node stays)."""
+    requirements = Requirements.from_node_selector_requirements(replacement.requirements)
+    capacity = requirements.get_requirement(wk.CAPACITY_TYPE)
+    if capacity.has(wk.CAPACITY_TYPE_SPOT) and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND):
+        requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_SPOT]))
+    return requirements
 
 
 def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) -> float:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from joiner.api import labels as wk
 from joiner.api.rebalance import RebalanceSettings
-from joiner.api.requirements import Requirements
 from joiner.clock import from_rfc3339, to_rfc3339
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.budgets import UNDERUTILIZED
@@ -32,6 +31,7 @@ from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.methods import (
     Command,
     narrow,
+    replacement_requirements,
     unplaceable_reason,
     worst_launch_price,
 )
@@ -180,9 +180,14 @@ def confirm(
     evictions = sum(len(c.pods) for c in nodes)
     least = max(settings[c.pool.name].min_saving_per_eviction for c in nodes) * evictions
     freed = sum(c.price for c in nodes)
-    replacements = _priced(placement.nodeclaims, freed - least, instance_types)
+    drained_types = {c.instance_type for c in nodes}
+    replacements = _priced(placement.nodeclaims, freed - least, instance_types, drained_types)
     if replacements is None:
-        return None, f"saves less than ${least:.4f}/h for {evictions} evictions"
+        cost = placement.price
+        return None, (
+            f"saves less than ${least:.4f}/h for {evictions} evictions "
+            f"(frees ${freed:.4f}/h, launches ${cost:.4f}/h at best)"
+        )
     saving = freed - sum(r.price for r in replacements)
     if saving <= 0:
         return None, "saves nothing"
@@ -199,19 +204,25 @@ def launch_types(claims: Sequence[NodeClaimPlan]) -> dict[str, set[str]]:
 
 
 def _priced(
-    claims: Sequence[NodeClaimPlan], ceiling: float, instance_types: TypesOf
+    claims: Sequence[NodeClaimPlan],
+    ceiling: float,
+    instance_types: TypesOf,
+    drained_types: set[str],
 ) -> list[NodeClaimPlan] | None:
     """The replacements narrowed to the types whose worst offering keeps their sum under
     ``ceiling`` ($/h): each gets its cheapest type plus those within an equal share of
-    the room left. None when even the cheapest types cost more."""
+    the room left. None when even the cheapest types cost more. No replacement may be of
+    a drained node's type: that node would be churn, not saving (as consolidation
+    refuses to replace two m5.large by one)."""
     ranked = []
     for claim in claims:
-        requirements = Requirements.from_node_selector_requirements(claim.requirements)
+        requirements = replacement_requirements(claim)
         by_name = {it.name: it for it in instance_types(claim.nodepool)}
         prices = sorted(
             (price, name)
             for name in claim.instance_types
             if name in by_name
+            and name not in drained_types
             and (price := worst_launch_price(by_name[name], requirements)) is not None
         )
         if not prices:
