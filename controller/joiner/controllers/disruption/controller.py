@@ -64,9 +64,11 @@ REBALANCE = "rebalance"  # the method's name
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
 PODS_LISTS_KEPT = 10_000  # nodes' pod lists whose requests are remembered
 STARTING_NODE = "starting node"  # the constraint of pods that would go to one
-# The rebalancer's passes look again at least this often while a pool opts in: its
-# budget (evictions in the last hour, nodes amortising) moves with time alone.
-REBALANCE_RECHECK = 60.0
+# The rebalancer plans at most once in each window of this many seconds (a plan of a
+# cluster of thousands of pods takes seconds), and looks again in the next window even
+# when nothing changed: its budget (evictions in the last hour, nodes amortising) moves
+# with time alone.
+REBALANCE_WINDOW = 300.0
 
 
 @dataclass
@@ -133,6 +135,7 @@ class Disruption:
         self.churn = rebalancing.Churn()  # the rebalancer's evictions in the last hour
         # What the rebalancer last read when it found nothing to do, and why not.
         self._rebalanced: tuple[tuple, str] | None = None
+        self._planned_in: float | None = None  # the window of the last plan
         self._settings_told: dict[str, str] = {}  # pool -> its bad annotations, as told
 
     @property
@@ -241,7 +244,7 @@ class Disruption:
             (name, tuple(budget_active(b, now) for b in pool.disruption.budgets))
             for name, pool in sorted(self.state.nodepools.items())
         )
-        rebalancing_due = now // REBALANCE_RECHECK if self._rebalance_settings() else None
+        rebalancing_due = now // REBALANCE_WINDOW if self._rebalance_settings() else None
         return (pools, rebalancing_due)
 
     def _decide_on(
@@ -515,6 +518,9 @@ class Disruption:
         key = (self._simulation_basis(), tuple(eligible), sorted(budget.evictions_left.items()))
         if not eligible or (self._rebalanced is not None and self._rebalanced[0] == key):
             return None
+        if self._planned_in == now // REBALANCE_WINDOW:
+            return None
+        self._planned_in = now // REBALANCE_WINDOW
         target = plan(self._planner_view(eligible, now))
         proposal, why = rebalancing.choose(
             target, eligible, budget, self._simulate_launching, self._instance_types, now
