@@ -4,11 +4,14 @@ two), the churn budget's knobs, events, metrics and the amortisation of launched
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from disruption_world import deployment, instance_type, live_types, nodepool, od, scale, simulate
 from joiner.api import labels as wk
+from joiner.clock import to_rfc3339
+from joiner.sim.engine import SIM_START, Simulation
 from joiner.sim.result import SimulationResult
 
 # A 5-cpu workload needs BIG; once it is gone, the 5 cpu of small pods left on BIG fit
@@ -24,7 +27,11 @@ def _pool(annotations: dict[str, str]) -> dict[str, Any]:
     return pool
 
 
-def _day(annotations: dict[str, str], after: str = "10m") -> SimulationResult:
+def _day(
+    annotations: dict[str, str],
+    after: str = "10m",
+    prepare: Callable[[Simulation], None] | None = None,
+) -> SimulationResult:
     return simulate(
         [BIG, SMALL],
         [
@@ -38,6 +45,7 @@ def _day(annotations: dict[str, str], after: str = "10m") -> SimulationResult:
             scale("wide", 0),
             {"advance": after},
         ],
+        prepare=prepare,
     )
 
 
@@ -53,7 +61,8 @@ def test_off_by_default_karpenter_leaves_the_big_node():
 
 
 def test_opted_in_pool_replaces_one_node_by_two_cheaper_ones():
-    result = _day({wk.REBALANCE: "true"})
+    simulations: list[Simulation] = []
+    result = _day({wk.REBALANCE: "true"}, prepare=simulations.append)
     assert result.failures == []
     assert live_types(result) == ["small", "small"]
     (big,) = [c for c in result.nodeclaims if c.instance_type == "big"]
@@ -67,6 +76,12 @@ def test_opted_in_pool_replaces_one_node_by_two_cheaper_ones():
     assert events[0][1] not in {n.name for n in result.final.nodes}  # the big one, gone
     smalls = [n for n in result.final.nodes if n.managed]
     assert sorted(len(n.pods) for n in smalls) in ([5, 5], [4, 6], [3, 7], [2, 8])
+    # the replacements say when a move launched them, for the amortisation (and a
+    # restarted controller): at the instant the move was decided
+    (moved_at,) = {e.time for e in result.events if e.reason == "Rebalanced"}
+    claims = simulations[0].operator.state.nodeclaims.values()
+    launched = [(c.metadata.get("annotations") or {}).get(wk.REBALANCE_LAUNCHED) for c in claims]
+    assert launched == [to_rfc3339(SIM_START + moved_at)] * 2
 
 
 @pytest.mark.parametrize(
