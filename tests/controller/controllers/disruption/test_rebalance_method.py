@@ -82,6 +82,12 @@ def test_opted_in_pool_replaces_one_node_by_two_cheaper_ones():
     claims = simulations[0].operator.state.nodeclaims.values()
     launched = [(c.metadata.get("annotations") or {}).get(wk.REBALANCE_LAUNCHED) for c in claims]
     assert launched == [to_rfc3339(SIM_START + moved_at)] * 2
+    registry = simulations[0].operator.metrics.registry
+    sample = {"nodepool": "default"}
+    assert [
+        registry.get_sample_value(f"joiner_rebalance_{name}_total", sample)
+        for name in ("moves", "evictions", "saving_dollars_per_hour")
+    ] == [1.0, 10.0, pytest.approx(0.5)]
 
 
 @pytest.mark.parametrize(
