@@ -236,6 +236,7 @@ def scenario_document(
     expire_after: str = "Never",
     policy: str = "WhenEmptyOrUnderutilized",
     gates: str = "SpotToSpotConsolidation=true",
+    pool_annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     cloud: dict[str, Any] = {"provider": provider}
     if provider == "fake":
@@ -281,7 +282,7 @@ def scenario_document(
                 {
                     "apiVersion": "karpenter.sh/v1",
                     "kind": "NodePool",
-                    "metadata": {"name": "default"},
+                    "metadata": {"name": "default", "annotations": dict(pool_annotations or {})},
                     "spec": {
                         "template": {
                             "spec": {
@@ -535,17 +536,22 @@ def run(
     policy: str = POLICIES[0],
     deletion_cost: bool = False,
     seed: int = 0,
+    rebalance: bool = False,
 ) -> tuple[Simulation, SimulationResult, float, float]:
     """The day through the public loader, as a user's file would go; wall and CPU seconds
     of the simulation itself (building the cloud included). On a shared machine the CPU
     time says what the wall time would be on an idle one. ``deletion_cost`` turns the
     PodDeletionCostManagement gate on; ``seed`` is the simulation's (generated names, so
-    the order of ties: another seed is another equally likely day)."""
+    the order of ties: another seed is another equally likely day); ``rebalance`` opts the
+    NodePool into the rebalancer with its default churn budget."""
     catalogue = load_catalogue()
     gates = "SpotToSpotConsolidation=true" + (
         ",PodDeletionCostManagement=true" if deletion_cost else ""
     )
-    document = scenario_document(shape, catalogue, provider, policy=policy, gates=gates)
+    annotations = {wk.REBALANCE: "true"} if rebalance else {}
+    document = scenario_document(
+        shape, catalogue, provider, policy=policy, gates=gates, pool_annotations=annotations
+    )
     text = yaml.safe_dump(document, sort_keys=False)
     scenario = load_scenario(text)
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -629,9 +635,29 @@ def failures(quality: Quality, wall: float, provider: str, judge_speed: bool) ->
     return found
 
 
+@dataclass(frozen=True)
+class DaySummary:
+    """One day's figures for the side-by-side table (rebalancer off and on)."""
+
+    label: str
+    worst_ratio: float
+    steady_disruptions: float
+    flaps: int
+    same_type: int
+    total_cost: float
+    evictions: int
+    moves: int
+    wall: float
+    cpu: float
+
+
 def benchmark(
-    provider: str, policy: str = POLICIES[0], deletion_cost: bool = False, seed: int = 0
-) -> int:
+    provider: str,
+    policy: str = POLICIES[0],
+    deletion_cost: bool = False,
+    seed: int = 0,
+    rebalance: bool = False,
+) -> tuple[int, DaySummary | None]:
     quick = quick_mode()
     shape = QUICK_DAY if quick else FULL_DAY
     print(
@@ -641,22 +667,53 @@ def benchmark(
         f"{' (quick mode: speed not judged)' if quick else ''}"
         f"{'; PodDeletionCostManagement on' if deletion_cost else ''}"
         f"{f'; seed {seed}' if seed else ''}"
+        f"{'; rebalancer on' if rebalance else ''}"
     )
     try:
-        simulation, result, wall, cpu = run(provider, shape, policy, deletion_cost, seed)
+        simulation, result, wall, cpu = run(provider, shape, policy, deletion_cost, seed, rebalance)
     except ScenarioError as error:
         if provider == "aws":
             print(f"provider aws: not available in this build ({error})")
-            return 0
+            return 0, None
         raise
     options = bound_options(simulation)
     print(f"catalogue                     {len(options)} types the pool may launch")
     quality = assess(result, shape, options)
     report(result, wall, cpu, shape, quality, provider)
+    moves = [e for e in result.events if e.reason == "Rebalanced" and e.kind == "NodePool"]
+    print(f"rebalance moves               {len(moves)}")
+    for event in moves:
+        print(f"    {event.time / 3600:5.2f}h  {event.message}")
     missed = failures(quality, wall, provider, judge_speed=not quick)
     for line in missed:
         print(f"MISSED: {line}")
-    return 1 if missed else 0
+    summary = DaySummary(
+        label=f"{provider}, rebalancer {'on' if rebalance else 'off'}",
+        worst_ratio=max((c.ratio for c in quality.cost_checks), default=0.0),
+        steady_disruptions=quality.steady_disruptions_per_pod_hour,
+        flaps=len(quality.flaps),
+        same_type=len(quality.same_type_replacements),
+        total_cost=result.totals.cost,
+        evictions=result.totals.evictions,
+        moves=len(moves),
+        wall=wall,
+        cpu=cpu,
+    )
+    return (1 if missed else 0), summary
+
+
+def side_by_side(summaries: Sequence[DaySummary]) -> None:
+    print("side by side:")
+    print(
+        "    day                        worst ratio  steady disr./pod-h  flaps  same-type  "
+        "total $   evictions  moves  wall s  CPU s"
+    )
+    for s in summaries:
+        print(
+            f"    {s.label:26} {s.worst_ratio:11.3f}  {s.steady_disruptions:18.2f}  {s.flaps:5}  "
+            f"{s.same_type:9}  {s.total_cost:8.2f}  {s.evictions:9}  {s.moves:5}  "
+            f"{s.wall:6.1f}  {s.cpu:5.1f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -685,12 +742,27 @@ def main(argv: list[str] | None = None) -> int:
         help="the simulation's seed (default 0): the order of ties, so another seed is "
         "another equally likely day; compare settings over several",
     )
+    parser.add_argument(
+        "--rebalance",
+        choices=("off", "on", "both"),
+        default="off",
+        help="opt the NodePool into the rebalancer (joiner.sh/rebalance); both: the day with "
+        "it off, then on, and a side-by-side table (default: off)",
+    )
     args = parser.parse_args(argv if argv is not None else [])
     providers = ("fake", "aws") if args.provider == "both" else (args.provider,)
-    return max(
-        benchmark(provider, args.policy, args.pod_deletion_cost, args.seed)
-        for provider in providers
-    )
+    settings = {"off": (False,), "on": (True,), "both": (False, True)}[args.rebalance]
+    codes, summaries = [], []
+    for provider in providers:
+        for rebalance in settings:
+            code, summary = benchmark(
+                provider, args.policy, args.pod_deletion_cost, args.seed, rebalance
+            )
+            codes.append(code)
+            summaries += [summary] if summary is not None else []
+    if len(summaries) > 1:
+        side_by_side(summaries)
+    return max(codes)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,25 @@ class Metrics:
             ["decision", "nodepool", "policy"],
             registry=r,
         )
+        self.rebalance_moves = Counter(
+            "joiner_rebalance_moves",
+            "Rebalancer moves carried out, by NodePool.",
+            ["nodepool"],
+            registry=r,
+        )
+        self.rebalance_evictions = Counter(
+            "joiner_rebalance_evictions",
+            "Pods the rebalancer's moves evicted, by NodePool.",
+            ["nodepool"],
+            registry=r,
+        )
+        self.rebalance_saving = Counter(
+            "joiner_rebalance_saving_dollars_per_hour",
+            "What the rebalancer's moves saved, $/hour at the worst launch price, summed over "
+            "moves, by NodePool.",
+            ["nodepool"],
+            registry=r,
+        )
         self.background_failures = Counter(
             "joiner_background_loop_failures",
             "Failures of a background loop (the watches, the interruption queue poller, "

@@ -31,3 +31,18 @@ def test_the_seed_names_the_nodeclaims_of_the_day(bench) -> None:
     first, again, other = names(0), names(0), names(1)
     assert first == again
     assert first != other
+
+
+def test_rebalance_opts_the_day_s_nodepool_in(bench) -> None:
+    hour = bench.DayShape(0.5, 20, 20, 30, quiet_start_hours=0.5, quiet_end_hours=0)
+    annotations = {}
+    for rebalance in (False, True):
+        simulation, _, _, _ = bench.run("fake", hour, rebalance=rebalance)
+        pool = simulation.operator.state.nodepools["default"]
+        annotations[rebalance] = pool.metadata.get("annotations")
+        simulation.close()
+    assert annotations[False].get("joiner.sh/rebalance") is None
+    assert annotations[True].get("joiner.sh/rebalance") == "true"
+    # an annotation, not a template field: the pool's hash (its nodes' drift) is the same
+    hashes = {on: found["karpenter.sh/nodepool-hash"] for on, found in annotations.items()}
+    assert hashes[False] == hashes[True]

@@ -167,6 +167,15 @@ DISRUPTION_COST = "karpenter.sh/disruption-cost"
 # On a disruption's replacement NodeClaim: the NodeClaims it replaces, comma-separated,
 # so that a restarted controller resumes the command instead of launching another.
 REPLACES_ANNOTATION = "joiner.sh/replaces"
+# The rebalancer's opt-in and churn budget on a NodePool (joiner.api.rebalance), and on a
+# NodeClaim a rebalance move launched, when (RFC 3339): it is not moved again within the
+# pool's amortisation period.
+REBALANCE = "joiner.sh/rebalance"
+REBALANCE_EVICTIONS_PER_HOUR = "joiner.sh/rebalance-evictions-per-hour"
+REBALANCE_PODS_PER_MOVE = "joiner.sh/rebalance-pods-per-move"
+REBALANCE_MIN_SAVING_PER_EVICTION = "joiner.sh/rebalance-min-saving-per-eviction"
+REBALANCE_AMORTISATION = "joiner.sh/rebalance-amortisation"
+REBALANCE_LAUNCHED = "joiner.sh/rebalance-launched"
 
 # Taints
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

@@ -23,6 +23,7 @@ from joiner import yamlio
 from joiner.api import capacitybuffer, nodepool
 from joiner.api.capacitywindows import windows_errors
 from joiner.api.compatibility import validation_warnings
+from joiner.api.rebalance import rebalance_settings
 from joiner.api.sparecapacity import spare_errors
 from joiner.api.validation import FieldError, is_joiner_api_version, validate_object
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
@@ -132,10 +133,16 @@ def joiner_only_errors(obj: Any) -> list[FieldError]:
     return check(obj) if check is not None else []
 
 
+def _nodepool_errors(obj: dict[str, Any]) -> list[FieldError]:
+    """A NodePool's spare capacity (``joiner.api.sparecapacity``) and rebalance
+    (``joiner.api.rebalance``) annotations."""
+    return spare_errors(obj) + rebalance_settings(obj.get("metadata"))[1]
+
+
 # Kind -> the check of its Joiner-only annotations.
 JOINER_ONLY_CHECKS: dict[str, Callable[[dict[str, Any]], list[FieldError]]] = {
     capacitybuffer.KIND: windows_errors,
-    nodepool.KIND: spare_errors,
+    nodepool.KIND: _nodepool_errors,
 }
 
 

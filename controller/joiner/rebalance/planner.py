@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import annotated_pods, blocked_reason, blocking_pdb
 from joiner.rebalance import packing
 from joiner.rebalance.model import GREEDY, MILP, STAY, Cluster, RebalancePlan
@@ -133,9 +134,14 @@ def _verify(
     kept = [n for n in cluster.snapshot.nodes if n.name in proposal.keep]
     drained = [name for name in movable if name not in proposal.keep]
     pods = [p for name in drained for p in movable[name]] + list(cluster.pending)
-    # Every type stays offered: the pools' zones and types are topology domains even
-    # where the proposal launches nothing; the price check below holds the launches to it.
-    placement = _place(cluster, pods, kept)
+    # The scheduler is offered the types the proposal launches first: offered every type,
+    # it puts pods that fit one node of a dearer type there (one big node, not the two
+    # small ones the optimizer chose). Where that leaves a pod out, every type is offered
+    # (the pools' types are topology domains too); the price check below holds the
+    # launches to the proposal.
+    placement = _place(cluster, pods, kept, launched_types(proposal))
+    if placement.unplaceable:
+        placement = _place(cluster, pods, kept)
     if placement.unplaceable:
         key, why = next(iter(placement.unplaceable.items()))
         return None, f"the scheduler cannot place pod {key} on its target: {why.message}"
@@ -152,12 +158,42 @@ def _verify(
     return _Target(MILP, drained, placement, cost, _evictions(movable, drained)), note
 
 
-def _place(cluster: Cluster, pods: list[Pod], nodes: Sequence[ExistingNode]) -> Plan:
-    """Where the scheduler puts ``pods`` when ``nodes`` are the cluster's nodes."""
+def launched_types(proposal: packing.Proposal) -> dict[str, set[str]]:
+    """The instance types the proposal launches, by pool."""
+    types: dict[str, set[str]] = {}
+    for pool, instance_type in proposal.launch:
+        types.setdefault(pool, set()).add(instance_type)
+    return types
+
+
+def _place(
+    cluster: Cluster,
+    pods: list[Pod],
+    nodes: Sequence[ExistingNode],
+    only: Mapping[str, set[str]] | None = None,
+) -> Plan:
+    """Where the scheduler puts ``pods`` when ``nodes`` are the cluster's nodes, launching
+    only the types ``only`` names per pool (every type when None)."""
     if not pods:
         return Plan()
     snapshot = dataclasses.replace(cluster.snapshot, nodes=list(nodes), pool_usage=None)
-    return solve(pods, cluster.nodepools, cluster.instance_types, snapshot)
+    types = cluster.instance_types
+    if only is not None:
+        types = {pool: offered(listed, only.get(pool, set())) for pool, listed in types.items()}
+    return solve(pods, cluster.nodepools, types, snapshot)
+
+
+def offered(types: Sequence[InstanceType], names: set[str]) -> Sequence[InstanceType]:
+    """The ``types`` named in ``names`` when they offer every zone and capacity type the
+    others do, else all of them: the scheduler takes the topology domains of spread
+    constraints from the offerings, and fewer domains would let it crowd pods into those
+    left."""
+    chosen = [it for it in types if it.name in names]
+    return chosen if _domains(chosen) == _domains(types) else types
+
+
+def _domains(types: Sequence[InstanceType]) -> set[tuple[str, str]]:
+    return {(o.zone, o.capacity_type) for it in types for o in it.offerings if o.available}
 
 
 def _cost(cluster: Cluster, drained: Sequence[str], placement: Plan) -> float:

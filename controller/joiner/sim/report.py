@@ -249,6 +249,9 @@ th { background: #f4f4f4; }
 """
 
 
+REBALANCED = "Rebalanced"  # the rebalancer's event on the NodePool of each move
+
+
 def render_html(result: SimulationResult) -> str:
     title = f"Simulation: {result.scenario}"
     parts = [
@@ -285,6 +288,9 @@ def _summary(result: SimulationResult) -> str:
     ]
     if totals.restarts:
         items.append(f"controller restarts {totals.restarts}")
+    moves = [e for e in result.events if e.reason == REBALANCED and e.kind == "NodePool"]
+    if moves:
+        items.append(f"rebalance moves {len(moves)} (see the Rebalanced events)")
     return '<p class="summary">' + "".join(f"<span>{_e(i)}</span>" for i in items) + "</p>"
 
 

@@ -89,6 +89,37 @@ def test_errors_name_file_object_and_field_and_exit_2(
     ]
 
 
+REBALANCED_NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: rebalanced
+  annotations:
+    joiner.sh/rebalance: "true"
+    joiner.sh/rebalance-pods-per-move: "0"
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+"""
+
+
+def test_bad_rebalance_annotations_are_errors_naming_the_annotation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text(REBALANCED_NODEPOOL)
+    code, lines = _run(["validate", str(path)], capsys)
+    assert code == 2
+    assert lines == [
+        f"{path}: NodePool/rebalanced: metadata.annotations[joiner.sh/rebalance-pods-per-move]: "
+        "must be a whole number of at least 1, got '0'"
+    ]
+    path.write_text(REBALANCED_NODEPOOL.replace('"0"', '"20"'))
+    assert _run(["validate", str(path)], capsys) == (0, [f"{path}: NodePool/rebalanced: OK"])
+
+
 BUFFERS = """\
 apiVersion: autoscaling.x-k8s.io/v1beta1
 kind: CapacityBuffer

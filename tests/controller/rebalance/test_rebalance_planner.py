@@ -283,3 +283,15 @@ def test_a_pending_pod_that_fits_nowhere_is_left_out_and_named():
     assert result.notes == ["pending pods no target can place, left out: default/huge"]
     # the rest as without it
     assert (result.method, result.kept, round(result.target_cost, 6)) == (MILP, ["node-a"], 0.27)
+
+
+def test_a_node_is_split_into_the_two_cheaper_ones_the_optimizer_chose():
+    # Offered every type, the scheduler puts the six 1-CPU pods on one large ($0.40, what
+    # the node costs now); offered the optimizer's medium and small, it launches those.
+    result = plan(_cluster([_node("node-a", "large", _pods("a", 6))]))
+    assert result.notes == []
+    summary = _summary(result)
+    assert (summary["method"], summary["target"], summary["kept"]) == (MILP, 0.27, [])
+    (move,) = summary["moves"]
+    assert [(size, len(pods)) for size, pods in move["launch"]] == [("medium", 4), ("small", 2)]
+    assert (move["drain"], len(move["evicts"]), move["saving"]) == (["node-a"], 6, 0.13)

@@ -70,6 +70,17 @@ def test_page_has_summary_failures_steps_nodeclaims_and_events(tmp_path: Path, s
     ] in cells
 
 
+def test_summary_counts_rebalance_moves(tmp_path: Path, sample_result):
+    message = "rebalance: 2 nodes -> 1, saves $0.05/h, evicts 20 pods"
+    sample_result.events += [
+        EventRecord(60.0, "NodePool", "default", "Rebalanced", message),
+        EventRecord(60.0, "Node", "ip-10-0-1-1", "Rebalanced", message),
+    ]
+    page = write_report(sample_result, tmp_path).read_text(encoding="utf-8")
+    assert "<span>rebalance moves 1 (see the Rebalanced events)</span>" in page
+    assert message.replace(">", "&gt;") in page
+
+
 def test_all_expectations_held(tmp_path: Path, sample_result):
     sample_result.steps[2].failures = []
     page = write_report(sample_result, tmp_path).read_text(encoding="utf-8")

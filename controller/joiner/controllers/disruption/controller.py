@@ -10,7 +10,7 @@ the simulation finds their room elsewhere (or in its replacement)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,10 +18,12 @@ from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.nodepool import BALANCED, NodePool
+from joiner.api.rebalance import RebalanceSettings, rebalance_settings
 from joiner.buffers.holding import Buffers
 from joiner.clock import Clock
 from joiner.cloudprovider.types import CloudProvider, InstanceType
 from joiner.controllers.disruption import balanced, methods
+from joiner.controllers.disruption import rebalance as rebalancing
 from joiner.controllers.disruption.budgets import (
     UNDERUTILIZED,
     allowed_disruptions,
@@ -39,9 +41,11 @@ from joiner.controllers.disruption.staticdrift import static_drift
 from joiner.controllers.provisioning import Provisioner
 from joiner.controllers.runtime import Result
 from joiner.controllers.static import active_claims, node_room, pool_claims, template_plan
-from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, EventRecorder
+from joiner.events import NORMAL, REPEAT_WRITE_INTERVAL, WARNING, EventRecorder
 from joiner.identity import IdentityCache
 from joiner.metrics import Metrics
+from joiner.rebalance import Cluster, plan
+from joiner.rebalance.planner import offered
 from joiner.scheduling.model import Plan, Unplaceable, VolumeCatalog, pod_key
 from joiner.scheduling.occupancy import occupancy
 from joiner.scheduling.pods import pod_requests
@@ -56,9 +60,15 @@ PASS_INTERVAL = 10.0
 VALIDATION_DELAY = 15.0
 AFTER_RELEASE = 1.0  # a pass waits this long for the watch to show the taints it removed
 WHEN_EMPTY = "WhenEmpty"
+REBALANCE = "rebalance"  # the method's name
 OFFERINGS_READ_KEPT = 16  # instance type lists whose offerings are remembered
 PODS_LISTS_KEPT = 10_000  # nodes' pod lists whose requests are remembered
 STARTING_NODE = "starting node"  # the constraint of pods that would go to one
+# The rebalancer plans at most once in each window of this many seconds (a plan of a
+# cluster of thousands of pods takes seconds), and looks again in the next window even
+# when nothing changed: its budget (evictions in the last hour, nodes amortising) moves
+# with time alone.
+REBALANCE_WINDOW = 300.0
 
 
 @dataclass
@@ -104,7 +114,7 @@ class Disruption:
         # Rescheduling simulations of the current cluster, by candidate names: reused while
         # nothing they read has changed (the state, the marks, the instance types on offer),
         # which is most passes once the cluster is steady.
-        self._simulations: dict[tuple[str, ...], Plan] = {}
+        self._simulations: dict[tuple, Plan] = {}
         self._simulations_basis: tuple = ()
         # Free room on each node simulations may use, for the basis below.
         self._room = methods.Rooms.of({})
@@ -122,6 +132,11 @@ class Disruption:
         self._totals: dict[str, balanced.PoolTotals] = {}  # this pass's, Balanced pools
         # The Balanced scores of the moves judged, by their candidates' names.
         self._scores: dict[tuple[str, ...], list[tuple[str, balanced.Score]]] = {}
+        self.churn = rebalancing.Churn()  # the rebalancer's evictions in the last hour
+        # What the rebalancer last read when it found nothing to do, and why not.
+        self._rebalanced: tuple[tuple, str] | None = None
+        self._planned_in: float | None = None  # the window of the last plan
+        self._settings_told: dict[str, str] = {}  # pool -> its bad annotations, as told
 
     @property
     def busy(self) -> bool:
@@ -225,10 +240,12 @@ class Disruption:
         """Which budgets are active now, pool by pool: with the nodes and marks (in the
         candidates' key), all the allowed disruptions follow from it."""
         now = self.clock.now()
-        return tuple(
+        pools = tuple(
             (name, tuple(budget_active(b, now) for b in pool.disruption.budgets))
             for name, pool in sorted(self.state.nodepools.items())
         )
+        rebalancing_due = now // REBALANCE_WINDOW if self._rebalance_settings() else None
+        return (pools, rebalancing_due)
 
     def _decide_on(
         self, candidates: list[Candidate], skipped: dict[str, str]
@@ -244,7 +261,11 @@ class Disruption:
         command = self._static_drift(static)
         if command is not None:
             return command, "drift"
-        return self._consolidation(self._underutilized(dynamic))
+        command, method = self._consolidation(self._underutilized(dynamic))
+        if command is not None:
+            return command, method
+        proposal = self._rebalance(dynamic)
+        return (proposal.command, REBALANCE) if proposal is not None else (None, "")
 
     def _consolidation(self, candidates: list[Candidate]) -> tuple[Command | None, str]:
         """Multi-node, then single-node consolidation; skipped, as Karpenter does, while
@@ -442,6 +463,9 @@ class Disruption:
         if len(current) != len(names) or not all(_consolidatable(c) for c in current):
             log.info("disruption invalidated: candidates changed")
             return
+        if pending.method == REBALANCE:
+            self._validate_rebalance(pending.command, current)
+            return
         if pending.method == "emptiness":
             command = methods.emptiness(current, self._allowed).command
         else:
@@ -458,6 +482,124 @@ class Disruption:
         self._announce_scores(command)
         self.orchestrator.start(command)
         self.enqueue_orchestration(ORCHESTRATION_KEY)
+
+    # --- the rebalancer (issue 23) -----------------------------------------------------------
+
+    def _rebalance_settings(self) -> dict[str, RebalanceSettings]:
+        """The opted-in pools' settings. A pool with a bad annotation is left alone, with a
+        warning event naming the field (once per change of its annotations)."""
+        chosen: dict[str, RebalanceSettings] = {}
+        for name, pool in self.state.nodepools.items():
+            settings, errors = rebalance_settings(pool.metadata)
+            told = "; ".join(str(e) for e in errors)
+            if told and self._settings_told.get(name) != told:
+                involved = self.state.objects["NodePool"].get(name)
+                if involved is not None:
+                    self.recorder.record(involved, WARNING, "RebalanceInvalid", told)
+            self._settings_told[name] = told
+            if settings.enabled:
+                chosen[name] = settings
+        return chosen
+
+    def _rebalance(self, candidates: list[Candidate]) -> rebalancing.Proposal | None:
+        """The rebalancer's move, once the cluster is settled: no pod pending, no node
+        starting. Not worked out again while nothing it reads changed."""
+        settings = self._rebalance_settings()
+        if not settings or self.state.provisionable_pods():
+            return None
+        if any(not sn.initialized for sn in self.state.managed_nodes()):
+            return None
+        now = self.clock.now()
+        eligible, skipped = rebalancing.eligible_candidates(
+            candidates, settings, now, _consolidatable
+        )
+        self.last_skipped.update(skipped)
+        budget = self._rebalance_budget(settings, now)
+        key = (self._simulation_basis(), tuple(eligible), sorted(budget.evictions_left.items()))
+        if not eligible or (self._rebalanced is not None and self._rebalanced[0] == key):
+            return None
+        if self._planned_in == now // REBALANCE_WINDOW:
+            return None
+        self._planned_in = now // REBALANCE_WINDOW
+        target = plan(self._planner_view(eligible, now))
+        proposal, why = rebalancing.choose(
+            target, eligible, budget, self._simulate_launching, self._instance_types, now
+        )
+        if proposal is None:
+            log.debug("rebalance: nothing to do: %s", why)
+            self._rebalanced = (key, why)
+        return proposal
+
+    def _rebalance_budget(
+        self, settings: dict[str, RebalanceSettings], now: float
+    ) -> rebalancing.Budget:
+        return rebalancing.Budget(
+            settings=settings,
+            evictions_left={
+                name: max(0, s.evictions_per_hour - self.churn.used(name, now))
+                for name, s in settings.items()
+            },
+            nodes_left={name: self._allowed(name, UNDERUTILIZED) for name in settings},
+        )
+
+    def _planner_view(self, eligible: dict[str, Candidate], now: float) -> Cluster:
+        """The cluster as the planner reads it: only the eligible nodes may be drained."""
+        snapshot = self.state.snapshot()
+        if self.buffers is not None:
+            snapshot = self.buffers.with_held(snapshot)
+        pools = self.provisioner.ready_nodepools()
+        prices = self._prices()
+        return Cluster(
+            snapshot=snapshot,
+            prices={n.name: prices.get(n.name, 0.0) for n in snapshot.nodes},
+            nodepools=pools,
+            instance_types={pool.name: self._instance_types(pool.name) for pool in pools},
+            fixed=frozenset(n.name for n in snapshot.nodes if n.name not in eligible),
+            pdbs=dict(self.state.objects["PodDisruptionBudget"]),
+            now=now,
+        )
+
+    def _validate_rebalance(self, decided: Command, current: list[Candidate]) -> None:
+        """The move again after the batch window: still within the budget, still placed by
+        the scheduler, still saving enough, with no more replacements than decided."""
+        settings = self._rebalance_settings()
+        now = self.clock.now()
+        if any(c.pool.name not in settings for c in current):
+            log.info("rebalance invalidated: a pool no longer opts in")
+            return
+        refused = self._rebalance_budget(settings, now).admits(current)
+        launching = rebalancing.launch_types(decided.replacements)
+        simulate, types = self._simulate_launching, self._instance_types
+        proposal, why = (
+            rebalancing.confirm(current, launching, settings, simulate, types, now)
+            if refused is None
+            else (None, refused)
+        )
+        if proposal is None or len(proposal.command.replacements) > len(decided.replacements):
+            log.info("rebalance invalidated: %s", why or "it needs more replacements now")
+            return
+        self._announce_rebalance(proposal, now)
+        self._act(proposal.command)
+
+    def _announce_rebalance(self, proposal: rebalancing.Proposal, now: float) -> None:
+        """The move's event on its NodePool(s) and each node, its metrics, its churn."""
+        message = proposal.describe()
+        by_pool: dict[str, list[Candidate]] = {}
+        for candidate in proposal.command.candidates:
+            by_pool.setdefault(candidate.pool.name, []).append(candidate)
+            node = candidate.node.node
+            if node is not None:
+                self.recorder.record(node, NORMAL, "Rebalanced", message)
+        share = proposal.saving / len(proposal.command.candidates)
+        for name, group in by_pool.items():
+            involved = self.state.objects["NodePool"].get(name)
+            if involved is not None:
+                self.recorder.record(involved, NORMAL, "Rebalanced", message)
+            evicted = sum(len(c.pods) for c in group)
+            self.churn.record(name, now, evicted)
+            self.metrics.rebalance_moves.labels(name).inc()
+            self.metrics.rebalance_evictions.labels(name).inc(evicted)
+            self.metrics.rebalance_saving.labels(name).inc(share * len(group))
 
     # --- Balanced consolidation [DISR-10] ----------------------------------------------------
 
@@ -544,6 +686,20 @@ class Disruption:
             plan = self._simulations[names] = self._solve_without(candidates)
         return plan
 
+    def _simulate_launching(
+        self, candidates: Sequence[Candidate], launching: Mapping[str, set[str]]
+    ) -> Plan:
+        """``_simulate`` launching only the types ``launching`` names per pool."""
+        basis = self._simulation_basis()
+        if basis != self._simulations_basis:
+            self._simulations, self._simulations_basis = {}, basis
+        only = tuple(sorted((pool, tuple(sorted(names))) for pool, names in launching.items()))
+        key = (tuple(c.name for c in candidates), only)
+        plan = self._simulations.get(key)
+        if plan is None:
+            plan = self._simulations[key] = self._solve_without(candidates, launching)
+        return plan
+
     def _simulation_basis(self) -> tuple:
         """Everything a simulation reads besides the candidates themselves."""
         if self._offered is None:
@@ -571,14 +727,17 @@ class Disruption:
             ),
         )
 
-    def _solve_without(self, candidates: Sequence[Candidate]) -> Plan:
+    def _solve_without(
+        self, candidates: Sequence[Candidate], launching: Mapping[str, set[str]] | None = None
+    ) -> Plan:
         """Where the candidates' pods would go without them, with the pods of the nodes
         going away (``ClusterState.leaving_pods``). A candidate's pod that would go to a node still
         starting makes the plan unplaceable for now, as in Karpenter: that room may be
         what the node was launched for (a replacement a restarted process no longer
         remembers, pods nominated to it), and a second node for the same pods would be a
         double launch; once the node is initialized the pass tries again. A displaced pod
-        may go there: that node may well be its own replacement."""
+        may go there: that node may well be its own replacement. ``launching``: the types
+        each pool may launch (all when None)."""
         displaced = self.state.leaving_pods()
         pods = [p for c in candidates for p in c.pods] + displaced
         exclude = {c.name for c in candidates} | self.state.marked_for_deletion
@@ -587,6 +746,10 @@ class Disruption:
             snapshot = self.buffers.with_held(snapshot)
         pools = self.provisioner.ready_nodepools()
         types = {pool.name: self._instance_types(pool.name) for pool in pools}
+        if launching is not None:
+            types = {
+                name: offered(listed, launching.get(name, set())) for name, listed in types.items()
+            }
         plan = solve(pods, pools, types, snapshot)
         starting = {n.name for n in snapshot.nodes if not n.initialized}
         moving = {pod_key(p) for p in displaced}

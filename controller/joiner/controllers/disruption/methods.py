@@ -40,9 +40,11 @@ def take_all(command: Command) -> str | None:
 
 @dataclass
 class Command:
-    reason: str  # Empty, Drifted, Underutilized
+    reason: str  # Empty, Drifted, Underutilized, Rebalanced
     candidates: list[Candidate]
     replacements: list[NodeClaimPlan] = field(default_factory=list)
+    # what the replacements' NodeClaims carry besides their pool's (a move's launch time)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def decision(self) -> str:
@@ -103,7 +105,7 @@ def drift(
             continue
         plan = simulate([candidate])
         if plan.unplaceable:
-            skipped[candidate.name] = _unplaceable(plan)
+            skipped[candidate.name] = unplaceable_reason(plan)
             continue
         return Verdict(Command(DRIFTED, [candidate], list(plan.nodeclaims)), skipped)
     return Verdict(None, skipped)
@@ -158,7 +160,7 @@ def _feasible(
 ) -> tuple[Command | None, str]:
     plan = simulate(candidates)
     if plan.unplaceable:
-        return None, _unplaceable(plan)
+        return None, unplaceable_reason(plan)
     if not plan.nodeclaims:
         return Command(UNDERUTILIZED, list(candidates)), ""
     if len(plan.nodeclaims) > 1:
@@ -177,12 +179,7 @@ def _cheaper_replacement(
     by_name: dict[str, InstanceType],
     options: ConsolidationOptions,
 ) -> tuple[NodeClaimPlan | None, str]:
-    requirements = Requirements.from_node_selector_requirements(replacement.requirements)
-    capacity = requirements.get_requirement(wk.CAPACITY_TYPE)
-    if capacity.has(wk.CAPACITY_TYPE_SPOT) and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND):
-        # From on-demand to [on-demand, spot]: the price check assumes spot launches, so
-        # only spot may launch; if spot is short, the launch fails and the node stays.
-        requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_SPOT]))
+    requirements = replacement_requirements(replacement)
     all_spot = all(c.capacity_type == wk.CAPACITY_TYPE_SPOT for c in candidates)
     spot_only = not requirements.get_requirement(wk.CAPACITY_TYPE).has(wk.CAPACITY_TYPE_ON_DEMAND)
     spot_to_spot = all_spot and spot_only
@@ -194,7 +191,7 @@ def _cheaper_replacement(
         instance_type = by_name.get(name)
         if instance_type is None:
             continue
-        worst = _worst_launch_price(instance_type, requirements)
+        worst = worst_launch_price(instance_type, requirements)
         if worst is not None and worst < ceiling:
             cheaper.append((worst, name))
     cheaper.sort()
@@ -207,7 +204,18 @@ def _cheaper_replacement(
     if not cheaper:
         return None, "replacement not cheaper"
     names = [name for _, name in cheaper]
-    return _narrow(replacement, requirements, names, cheaper[0][0]), ""
+    return narrow(replacement, requirements, names, cheaper[0][0]), ""
+
+
+def replacement_requirements(replacement: NodeClaimPlan) -> Requirements:
+    """What a replacement may launch: its plan's requirements, spot only where they allow
+    spot and on-demand (the price check assumes spot launches; if spot is short, the
+    launch fails and the node stays)."""
+    requirements = Requirements.from_node_selector_requirements(replacement.requirements)
+    capacity = requirements.get_requirement(wk.CAPACITY_TYPE)
+    if capacity.has(wk.CAPACITY_TYPE_SPOT) and capacity.has(wk.CAPACITY_TYPE_ON_DEMAND):
+        requirements.add(Requirement.new(wk.CAPACITY_TYPE, IN, [wk.CAPACITY_TYPE_SPOT]))
+    return requirements
 
 
 def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) -> float:
@@ -220,12 +228,12 @@ def _price_ceiling(candidates: Sequence[Candidate], replacement: NodeClaimPlan) 
     return min([ceiling, *same])
 
 
-def _worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+def worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
     prices = [o.price for o in instance_type.compatible_offerings(requirements)]
     return max(prices) if prices else None
 
 
-def _narrow(
+def narrow(
     plan: NodeClaimPlan, requirements: Requirements, names: list[str], price: float
 ) -> NodeClaimPlan:
     requirements.add(Requirement.new(wk.INSTANCE_TYPE, IN, names))
@@ -473,7 +481,7 @@ def _round_robin(candidates: Sequence[Candidate]) -> list[Candidate]:
     return ordered
 
 
-def _unplaceable(plan: Plan) -> str:
+def unplaceable_reason(plan: Plan) -> str:
     key, why = next(iter(plan.unplaceable.items()))
     more = len(plan.unplaceable) - 1
     suffix = f" (and {more} more)" if more else ""

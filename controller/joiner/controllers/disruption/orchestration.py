@@ -96,6 +96,7 @@ class Orchestrator(Controller):
         for plan in command.replacements:
             pool = self.state.nodepools[plan.nodepool]
             manifest = nodeclaim_manifest(pool, plan)
+            manifest["metadata"]["annotations"].update(command.annotations)
             manifest["metadata"]["annotations"][wk.REPLACES_ANNOTATION] = replaces
             created = self.kube.create(manifest)
             flight.replacements.append(created["metadata"]["name"])
