@@ -112,6 +112,20 @@ class PoolCatalog:
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
         self.prices = self._price_cube()
+        # (type index, zone, reservation id) of each available reserved offering, and each
+        # reservation's free slots: what the NodeClaims planned in one solve share out
+        self.reserved = [
+            (t, o.zone, o.reservation_id)
+            for t, it in enumerate(self.types)
+            for o in it.offerings
+            if o.available and o.reservation_id is not None
+        ]
+        self.reservation_slots = {
+            o.reservation_id: o.reservation_capacity
+            for it in self.types
+            for o in it.offerings
+            if o.available and o.reservation_id is not None
+        }
         # [z * c, t]: whether type t has an available offering in that cell (by cell, so
         # that reductions over types run along contiguous rows)
         self._available = np.ascontiguousarray(

@@ -159,7 +159,7 @@ class ReservationLedger:
         self._taken: dict[int, str] = {}  # launch (seq it began at) -> reservation
         self._done: list[tuple[int, str]] = []  # (seq it ended at, reservation)
         self._generation = 0
-        self._open: frozenset[str] = frozenset()  # reservations with a free slot
+        self._free_counts: dict[str, int] = {}  # as the offerings last saw them
 
     def token(self) -> int:
         with self._lock:
@@ -222,12 +222,12 @@ class ReservationLedger:
 
     @property
     def generation(self) -> int:
-        """Changes whenever a reservation gains its first free slot or loses its last (what
-        the offerings' availability reads)."""
+        """Changes whenever a reservation's free slots change (what the offerings'
+        availability and capacity read)."""
         return self._generation
 
     def _touch(self) -> None:
-        open_now = frozenset(r for r in self._counts if self._free(r) > 0)
-        if open_now != self._open:
-            self._open = open_now
+        free_now = {r: self._free(r) for r in self._counts}
+        if free_now != self._free_counts:
+            self._free_counts = free_now
             self._generation += 1

@@ -107,6 +107,7 @@ def reserved_offerings(
             ),
             reservation_id=r["id"],
             reservation_type=r.get("reservationType"),
+            reservation_capacity=ledger.available(r["id"]),
         )
         for r in reservations
         if r["instanceType"] == name and r["availabilityZone"] in zones
