@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from joiner import testing
 from joiner.api import labels as wk
 from joiner.sim.engine import SIM_START, Simulation
 from joiner.sim.result import SimulationResult
@@ -83,3 +84,18 @@ def test_pods_that_require_the_block_are_drained_and_nothing_launches_into_it_ag
     assert len(result.final.pending_pods) == 2  # nothing but the expiring block allowed
     reclaimed = [e.message for e in result.events if e.reason == "CapacityBlockReclaimed"]
     assert reclaimed == ["EC2 terminated 0 instance(s) still in the capacity block"]
+
+
+def test_a_drain_a_budget_holds_past_the_reclaim_loses_the_nodes_to_ec2() -> None:
+    """A PodDisruptionBudget allowing no eviction holds the drain: 30 minutes before the
+    end EC2 terminates both instances still in the block, with the pods on them."""
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["spec"]["objects"].append(testing.pod_disruption_budget("trainer"))
+    document["spec"]["steps"] = [*document["spec"]["steps"][:3], {"advance": "15m"}]
+    _, result, _ = _run(document)
+    assert _events(result, "CapacityBlockExpiring")[0][0] == DRAIN
+    assert _events(result, "Evicted") == []
+    reclaimed = [e for e in result.events if e.reason == "CapacityBlockReclaimed"]
+    assert [(e.time, e.message.split(":")[0]) for e in reclaimed] == [
+        (RECLAIM, "EC2 terminated 2 instance(s) still in the capacity block")
+    ]
