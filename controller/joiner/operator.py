@@ -17,7 +17,7 @@ from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers import costmetrics, deletioncost, garbagecollection, nodeoverlay
-from joiner.controllers.capacityblock import CapacityBlockExpiration
+from joiner.controllers.capacityblock import CapacityBlockExpiration, in_capacity_block
 from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
 from joiner.controllers.deletioncost import PodDeletionCost
@@ -260,7 +260,8 @@ class Operator:
         else:
             self.manager.enqueue(self.lifecycle.name, name)
             self.manager.enqueue(self.expiration.name, name)
-            self.manager.enqueue(self.capacity_blocks.name, name)
+            if in_capacity_block(obj["metadata"].get("labels") or {}):
+                self.manager.enqueue(self.capacity_blocks.name, name)
             self.manager.enqueue(self.disruption_conditions.name, name)
 
     def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
@@ -309,7 +310,8 @@ class Operator:
         for claim in self.state.nodeclaims.values():
             if claim.node_class_ref.name == name:  # drift, and the end of capacity blocks
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
-                self.manager.enqueue(self.capacity_blocks.name, claim.name)
+                if in_capacity_block(claim.labels):
+                    self.manager.enqueue(self.capacity_blocks.name, claim.name)
         self._reweigh_overlays()  # the pools' instance types may differ
         self._reprovision()
 

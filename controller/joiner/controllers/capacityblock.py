@@ -29,6 +29,12 @@ log = logging.getLogger(__name__)
 EXPIRING = "CapacityBlockExpiring"  # the event's reason
 
 
+def in_capacity_block(labels: Mapping[str, str]) -> bool:
+    """Whether a NodeClaim with these labels was launched into a Capacity Block: only
+    those are this controller's (others are never enqueued)."""
+    return labels.get(wk.CAPACITY_RESERVATION_TYPE) == RESERVATION_TYPE_CAPACITY_BLOCK
+
+
 class CapacityBlockExpiration(Controller):
     name = "capacityreservation.expiration"
 
@@ -62,7 +68,7 @@ class CapacityBlockExpiration(Controller):
         labels = meta.get("labels") or {}
         if meta.get("deletionTimestamp"):
             return None
-        if labels.get(wk.CAPACITY_RESERVATION_TYPE) != RESERVATION_TYPE_CAPACITY_BLOCK:
+        if not in_capacity_block(labels):
             return None
         class_name = ((raw.get("spec") or {}).get("nodeClassRef") or {}).get("name")
         nodeclass = self.state.nodeclasses.get(class_name or "")
