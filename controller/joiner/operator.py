@@ -21,6 +21,7 @@ from joiner.clock import Clock
 from joiner.cloudprovider.overlays import OverlaidCloudProvider
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers import costmetrics, deletioncost, garbagecollection, nodeoverlay
+from joiner.controllers.capacityblock import CapacityBlockExpiration, in_capacity_block
 from joiner.controllers.context import ControllerContext
 from joiner.controllers.costmetrics import CostMetrics
 from joiner.controllers.deletioncost import PodDeletionCost
@@ -127,12 +128,13 @@ class Operator:
         self.node_finalizer = NodeFinalizer(kube, self.state)
         self.nodepool_status = NodePoolStatus(kube, self.state, clock, self.metrics, validate)
         self.nodeclass_status = NodeClassStatus(
-            kube, self.state, resolve_nodeclass, cloud.finalize_nodeclass
+            kube, self.state, clock, resolve_nodeclass, cloud.finalize_nodeclass
         )
         self.gc = GarbageCollection(kube, self.state, cloud, clock)
         self.pod_startup = PodStartupMetrics(clock, self.metrics)
         self.cost_metrics = CostMetrics(self.state, cloud, self.metrics)
         self.expiration = Expiration(ctx)
+        self.capacity_blocks = CapacityBlockExpiration(ctx)
         self.disruption_conditions = DisruptionConditions(kube, self.state, cloud, clock)
         self.orchestrator = Orchestrator(ctx)
         self.disruption = disruption.Disruption(
@@ -158,6 +160,7 @@ class Operator:
         )
         for reconciler in (
             self.expiration,
+            self.capacity_blocks,
             self.disruption_conditions,
             self.orchestrator,
             self.provisioner,
@@ -263,6 +266,8 @@ class Operator:
         else:
             self.manager.enqueue(self.lifecycle.name, name)
             self.manager.enqueue(self.expiration.name, name)
+            if in_capacity_block(obj["metadata"].get("labels") or {}):
+                self.manager.enqueue(self.capacity_blocks.name, name)
             self.manager.enqueue(self.disruption_conditions.name, name)
 
     def _on_node(self, event_type: str, obj: dict[str, Any]) -> None:
@@ -318,8 +323,10 @@ class Operator:
             if pool.template.node_class_ref.name == name:
                 self.manager.enqueue(self.nodepool_status.name, pool.name)
         for claim in self.state.nodeclaims.values():
-            if claim.node_class_ref.name == name:
+            if claim.node_class_ref.name == name:  # drift, and the end of capacity blocks
                 self.manager.enqueue(self.disruption_conditions.name, claim.name)
+                if in_capacity_block(claim.labels):
+                    self.manager.enqueue(self.capacity_blocks.name, claim.name)
         self._reweigh_overlays()  # the pools' instance types may differ
         self._reprovision()
 

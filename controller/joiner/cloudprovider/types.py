@@ -43,6 +43,9 @@ class Offering:
     # capacity type reserved: the capacity reservation and its type (default, capacity-block)
     reservation_id: str | None = None
     reservation_type: str | None = None
+    # capacity type reserved: its free slots when the offerings were made (launches in
+    # flight taken off), which the scheduler shares out among the NodeClaims it plans
+    reservation_capacity: int = 0
 
     def requirements(self) -> Requirements:
         requirements = Requirements(

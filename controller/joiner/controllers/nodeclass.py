@@ -2,9 +2,11 @@
 
 The cloud provider resolves selectors (subnets, security groups, AMIs, instance
 profile) into status and conditions; this controller writes them and the static
-drift hash. A class carries a finalizer: when it is deleted, it stays until no
-NodeClaim uses it, then the provider removes what it created for it (launch
-templates, instance profiles), so nothing is left behind."""
+drift hash. It looks again every 5 minutes, and at the moment a capacity reservation of
+the class goes expiring or ends, so its status says so at that moment. A class carries a
+finalizer: when it is deleted, it stays until no NodeClaim uses it, then the provider
+removes what it created for it (launch templates, instance profiles), so nothing is left
+behind."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any
 
 from joiner.api import labels as wk
 from joiner.api.ec2nodeclass import EC2NodeClass
+from joiner.clock import Clock
+from joiner.cloudprovider.aws.capacityreservations import next_change
 from joiner.controllers.runtime import DONE, Result
 from joiner.kube.api import Conflict, KubeAPI, NotFound
 from joiner.state.cluster import ClusterState
@@ -29,9 +33,14 @@ class NodeClassStatus:
     name = "nodeclass.status"
 
     def __init__(
-        self, kube: KubeAPI, state: ClusterState, resolve: Resolver, finalize: Finalizer
+        self,
+        kube: KubeAPI,
+        state: ClusterState,
+        clock: Clock,
+        resolve: Resolver,
+        finalize: Finalizer,
     ) -> None:
-        self.kube, self.state = kube, state
+        self.kube, self.state, self.clock = kube, state, clock
         self.resolve, self.finalize = resolve, finalize
 
     def reconcile(self, key: str) -> Result:
@@ -51,7 +60,12 @@ class NodeClassStatus:
                 self.kube.update_status(raw)
         except Conflict:
             return Result(requeue_after=0.0)
-        return Result(requeue_after=RESOLVE_INTERVAL)
+        return Result(requeue_after=self._next_look(status))
+
+    def _next_look(self, status: dict[str, Any]) -> float:
+        now = self.clock.now()
+        change = next_change(status.get("capacityReservations") or [], now)
+        return RESOLVE_INTERVAL if change is None else min(RESOLVE_INTERVAL, change - now)
 
     def _terminate(self, raw: dict[str, Any], nodeclass: EC2NodeClass) -> Result:
         users = [

@@ -111,6 +111,10 @@ class PoolCatalog:
             Requirement.new(wk.ZONE, IN, self.zones),
             Requirement.new(wk.CAPACITY_TYPE, IN, self.capacity_types),
         )
+        # (type index, zone, reservation id) of each available reserved offering, and each
+        # reservation's free slots: what the NodeClaims planned in one solve share out
+        self.reserved: list[tuple[int, str, str]] = []
+        self.reservation_slots: dict[str, int] = {}
         self.prices = self._price_cube()
         # [z * c, t]: whether type t has an available offering in that cell (by cell, so
         # that reductions over types run along contiguous rows)
@@ -136,6 +140,8 @@ class PoolCatalog:
         }
 
     def _price_cube(self) -> np.ndarray:
+        """[t, z, c] prices of the available offerings; ``reserved`` and
+        ``reservation_slots`` are filled on the way (one pass over the offerings)."""
         zone_index = {z: i for i, z in enumerate(self.zones)}
         ct_index = {c: i for i, c in enumerate(self.capacity_types)}
         prices = np.full((len(self.types), len(self.zones), len(self.capacity_types)), np.inf)
@@ -144,6 +150,9 @@ class PoolCatalog:
                 if o.available:
                     z, c = zone_index[o.zone], ct_index[o.capacity_type]
                     prices[t, z, c] = min(prices[t, z, c], o.price)
+                    if o.reservation_id is not None:
+                        self.reserved.append((t, o.zone, o.reservation_id))
+                        self.reservation_slots[o.reservation_id] = o.reservation_capacity
         return prices
 
     # --- requirements -> types --------------------------------------------------------

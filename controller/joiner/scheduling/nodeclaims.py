@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from joiner.api import labels as wk
-from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.api.requirements import IN, NOT_IN, Requirement, Requirements
 from joiner.scheduling.catalog import PoolCatalog
 from joiner.scheduling.model import NodeClaimPlan
 
@@ -183,13 +183,16 @@ class Draft:
         return self._reserved
 
 
-def finalize(draft: Draft) -> NodeClaimPlan:
+def finalize(draft: Draft, slots: dict[str, int]) -> NodeClaimPlan:
+    """The draft as a plan; ``slots`` (reservation id -> free slots) loses the one it
+    takes, if it launches into a reservation."""
     pool = draft.pool
-    requirements = Requirements(r for k, r in draft.requirements.items() if k != wk.HOSTNAME)
+    full, signature, idx = take_reserved_slot(draft, slots)
+    requirements = Requirements(r for k, r in full.items() if k != wk.HOSTNAME)
     # the hostname placeholder restricts no offering: the draft's own prices hold
-    cheapest = pool.type_prices(draft.requirements, draft.sig)[draft.idx]
-    order = np.lexsort((draft.idx, cheapest))
-    ranked = draft.idx[order]
+    cheapest = pool.type_prices(full, signature)[idx]
+    order = np.lexsort((idx, cheapest))
+    ranked = idx[order]
     chosen = ranked[: _candidate_count(pool, ranked)]
     offered = pool.offered_values(requirements, chosen, wk.CAPACITY_TYPE)
     capacity_types = [c for c in pool.capacity_types if c in offered]
@@ -211,6 +214,41 @@ def finalize(draft: Draft) -> NodeClaimPlan:
         pods=list(draft.pods),
         price=float(cheapest[order[0]]),
     )
+
+
+def take_reserved_slot(draft: Draft, slots: dict[str, int]) -> tuple[Requirements, str, np.ndarray]:
+    """The requirements, their signature and the candidates the plan launches with. A
+    NodeClaim that may launch into a reservation (reserved allowed, a candidate with a
+    reserved offering in an allowed zone) takes a free slot of one (the first by id);
+    when they have none left, the plan is the next capacity type the pool allows, as if
+    the reservations were full, and keeps the candidates that have such an offering.
+    Offered nothing but the full reservations, it is left as it is: the launch finds
+    them full and the pods are provisioned again."""
+    pool, requirements = draft.pool, draft.requirements
+    if not pool.reserved or not requirements.get_requirement(wk.CAPACITY_TYPE).has(
+        wk.CAPACITY_TYPE_RESERVED
+    ):
+        return requirements, draft.sig, draft.idx
+    zone = requirements.get_requirement(wk.ZONE)
+    chosen = requirements.get_requirement(wk.CAPACITY_RESERVATION_ID)
+    candidates = set(draft.idx.tolist())
+    usable = sorted(
+        {r for t, z, r in pool.reserved if t in candidates and zone.has(z) and chosen.has(r)}
+    )
+    if not usable:
+        return requirements, draft.sig, draft.idx
+    free = next((r for r in usable if slots.get(r, 0) > 0), None)
+    if free is not None:
+        slots[free] -= 1
+        return requirements, draft.sig, draft.idx
+    fallback = requirements.copy().add(
+        Requirement.new(wk.CAPACITY_TYPE, NOT_IN, [wk.CAPACITY_TYPE_RESERVED])
+    )
+    signature = f"{draft.sig}|{wk.CAPACITY_TYPE} {NOT_IN} {wk.CAPACITY_TYPE_RESERVED}"
+    idx = draft.idx[np.isfinite(pool.type_prices(fallback, signature)[draft.idx])]
+    if not len(idx):
+        return requirements, draft.sig, draft.idx
+    return fallback, signature, idx
 
 
 def _candidate_count(pool: PoolCatalog, ranked: np.ndarray) -> int:

@@ -485,7 +485,9 @@ class _Solver:
                     key, rejection.constraint, rejection.message
                 )
         self._repack_free_drafts()
-        self.plan.nodeclaims = [finalize(d) for d in self.drafts]
+        # each reservation's free slots, shared out among the NodeClaims in plan order
+        slots = {r: n for pool in self.pools for r, n in pool.reservation_slots.items()}
+        self.plan.nodeclaims = [finalize(d, slots) for d in self.drafts]
         return self.plan
 
     def _repack_free_drafts(self) -> None:

@@ -18,7 +18,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.clock import Clock
 from joiner.cloudprovider.fake import FakeCloudProvider
 from joiner.cloudprovider.types import CloudProvider, Offering
-from joiner.sim.scenario import CapacityKey, Scenario, ScenarioError, StaticNode
+from joiner.sim.scenario import CapacityKey, ReservationSpec, Scenario, ScenarioError, StaticNode
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,13 @@ class SimCloud(Protocol):
 
     def fail_launches(self, keys: tuple[CapacityKey, ...]) -> None: ...
 
+    # The scenario's capacity reservations with their ids in the cloud.
+    reservations: list[tuple[str, ReservationSpec]]
+
 
 class FakeSimCloud:
     def __init__(self, scenario: Scenario, clock: Clock) -> None:
+        self.reservations: list[tuple[str, ReservationSpec]] = []  # aws only
         self.catalogue = {t.name: t.to_instance_type() for t in scenario.cloud.instance_types}
         self.provider = FakeCloudProvider(list(self.catalogue.values()), clock)
         self.controller_ec2 = None

@@ -23,7 +23,7 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -67,7 +67,7 @@ from joiner.sim.moto_reservations import (
     new_reservation_id,
     targeted_reservation,
 )
-from joiner.sim.scenario import CapacityKey, Scenario, StaticNode
+from joiner.sim.scenario import CapacityKey, ReservationSpec, Scenario, StaticNode
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ class EmbeddedAWS:
         self._provider_args = (controller, clock, cluster, scenario.cloud.prices)
         self.provider = self._new_provider()
         self.controller_ec2 = controller.ec2
-        self._seed_reservations(scenario)
+        # The scenario's reservations with the ids EC2 gave them, in the scenario's order.
+        self.reservations = self._seed_reservations(scenario, clock)
         self.outage = CapacityOutage(  # where CreateFleet goes
             controller.ec2, zones, lambda name: self._targets_reservation(name)
         )
@@ -276,9 +277,16 @@ class EmbeddedAWS:
         ec2.create_tags(Resources=[g["GroupId"] for g in defaults], Tags=_tags(discovery))
         return zones
 
-    def _seed_reservations(self, scenario: Scenario) -> None:
-        """The scenario's capacity reservations, active from the start."""
+    def _seed_reservations(
+        self, scenario: Scenario, clock: Clock
+    ) -> list[tuple[str, ReservationSpec]]:
+        """The scenario's capacity reservations, active from the start, ending
+        ``endsAfter`` from it."""
+        seeded = []
         for spec in scenario.cloud.capacity_reservations:
+            end = None
+            if spec.ends_after is not None:
+                end = datetime.fromtimestamp(clock.now() + spec.ends_after, UTC)
             reservation = CapacityReservation(
                 id=spec.id or new_reservation_id(),
                 instance_type=spec.instance_type,
@@ -286,9 +294,11 @@ class EmbeddedAWS:
                 total=spec.count,
                 match_criteria=spec.match_criteria,
                 reservation_type=spec.type,
+                end=end,
                 tags=dict(spec.tags),
             )
-            add_reservation(DEFAULT_ACCOUNT_ID, self.region, reservation)
+            seeded.append((add_reservation(DEFAULT_ACCOUNT_ID, self.region, reservation), spec))
+        return seeded
 
     def _seed_roles(self, nodeclasses: list[EC2NodeClass]) -> None:
         trust = {

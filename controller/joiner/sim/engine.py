@@ -310,6 +310,7 @@ class Simulation:
         self.cloud.close()
 
     def _run(self) -> SimulationResult:
+        self._plan_reservation_ends()
         self._create_static_nodes()
         self._apply(self.scenario.objects, "spec.objects")
         self._run_instant()
@@ -576,6 +577,22 @@ class Simulation:
 
     def _schedule(self, key: str, delay: float, action: Callable[[], None]) -> None:
         self.world.timers.schedule(self.world.manager, key, delay, action)
+
+    def _plan_reservation_ends(self) -> None:
+        """EC2's doings at the end of the reservations that have one (aws only)."""
+        ending = [(i, r) for i, r in self.cloud.reservations if r.ends_after is not None]
+        if not ending:
+            return
+        from joiner.sim.capacityblocks import ReservationEnds  # loads moto: aws runs only
+
+        ends = ReservationEnds(
+            self.scenario.cluster.region,
+            self.interruptions,
+            lambda name, reason, message: self.observer.record_event(
+                "CapacityReservation", name, reason, message
+            ),
+        )
+        ends.plan(ending, self._schedule, self._wake_interruption)
 
     def _wake_interruption(self) -> None:
         assert self.operator.interruption is not None  # wired when the scenario interrupts

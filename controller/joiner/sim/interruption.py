@@ -45,11 +45,12 @@ ACCOUNT_ID = "123456789012"  # moto's default account
 MAX_ENTRIES_PER_PUT = 10  # PutEvents takes at most 10 entries
 QUEUE_RETENTION_SECONDS = "300"  # as the infrastructure creates the queue [INFRA]
 
+CAPACITY_RESERVATION_INTERRUPTION = "capacity-reservation-interruption"
 # scenario kind -> (source, detail-type) of the EC2 event
 _EC2_EVENTS: dict[str, tuple[str, str]] = {
     "spot-interruption": (messages.SOURCE_EC2, messages.SPOT_INTERRUPTION_WARNING),
     "rebalance": (messages.SOURCE_EC2, messages.REBALANCE_RECOMMENDATION),
-    "capacity-reservation-interruption": (
+    CAPACITY_RESERVATION_INTERRUPTION: (
         messages.SOURCE_EC2,
         messages.CAPACITY_RESERVATION_WARNING,
     ),
@@ -90,8 +91,17 @@ def embedded_aws_endpoint() -> str:
 # --- the events, shaped as EC2 and AWS Health send them --------------------------------
 
 
-def event_entry(kind: str, instance_id: str, region: str, now: float, bus: str) -> dict[str, Any]:
-    """A PutEvents entry for one instance, with the detail EC2 / AWS Health put there."""
+def event_entry(
+    kind: str,
+    instance_id: str,
+    region: str,
+    now: float,
+    bus: str,
+    reclaimed_at: float | None = None,
+) -> dict[str, Any]:
+    """A PutEvents entry for one instance, with the detail EC2 / AWS Health put there.
+    A capacity reservation warning says when EC2 takes the instance (``reclaimed_at``; by
+    default two minutes on, as for an interruptible reservation)."""
     resource = f"arn:aws:ec2:{region}:{ACCOUNT_ID}:instance/{instance_id}"
     if kind == SCHEDULED_CHANGE:
         return _entry(
@@ -106,6 +116,10 @@ def event_entry(kind: str, instance_id: str, region: str, now: float, bus: str) 
     detail: dict[str, Any] = {"instance-id": instance_id}
     if kind == "spot-interruption":
         detail["instance-action"] = "terminate"
+    elif kind == CAPACITY_RESERVATION_INTERRUPTION:
+        detail["instance-action"] = "terminate"
+        reclaim = now + WARNING_SECONDS if reclaimed_at is None else reclaimed_at
+        detail["instance-termination-time"] = to_rfc3339(reclaim)
     elif kind in messages.DISRUPTING_STATES:
         detail["state"] = kind
     return _entry(bus, source, detail_type, detail, [resource], now)
@@ -272,11 +286,13 @@ class Interruptions:
     def for_scenario(
         cls, scenario: Scenario, kube: KubeAPI, clock: Clock, reclaim: Callable[[str], None]
     ) -> Interruptions | None:
-        """Only scenarios that interrupt pay for the embedded AWS."""
+        """Only scenarios that interrupt, or whose capacity blocks end, pay for the
+        embedded AWS."""
         first = next((s for s in scenario.steps if isinstance(s, InterruptStep)), None)
-        if first is None:
+        blocks = any(r.ending_block for r in scenario.cloud.capacity_reservations)
+        if first is None and not blocks:
             return None
-        if importlib.util.find_spec("moto") is None:
+        if first is not None and importlib.util.find_spec("moto") is None:
             raise ScenarioError(
                 f"spec.steps[{first.index}].interrupt: delivering interruptions needs the "
                 "embedded AWS (moto): pip install 'joiner[sim]'"
@@ -307,7 +323,7 @@ class Interruptions:
         ]
 
     def _play_ec2(self, kind: str, target: Target, schedule: Schedule) -> None:
-        if kind in ("spot-interruption", "capacity-reservation-interruption"):
+        if kind in ("spot-interruption", CAPACITY_RESERVATION_INTERRUPTION):
             schedule(
                 f"reclaim/{target.instance_id}",
                 WARNING_SECONDS,
@@ -317,6 +333,30 @@ class Interruptions:
             self._node_silent(target.node)
         elif kind in ("shutting-down", "terminated"):
             self._instance_gone(target)
+
+    def publish(self, kind: str, instance_ids: list[str], reclaimed_at: float) -> None:
+        """EC2 warns of these instances (a Capacity Block nearing its end)."""
+        now = self.clock.now()
+        self.bus.publish(
+            [
+                event_entry(kind, i, self.region, now, self.bus.name, reclaimed_at)
+                for i in instance_ids
+            ]
+        )
+
+    def instance_gone(self, provider_id: str) -> None:
+        """EC2 terminated the instance; its node (if it has one) goes silent."""
+        node = next(
+            (
+                n["metadata"]["name"]
+                for n in self.kube.list("Node").items
+                if (n.get("spec") or {}).get("providerID") == provider_id
+            ),
+            None,
+        )
+        self.reclaim(provider_id)
+        if node is not None:
+            self._node_silent(node)
 
     def _instance_gone(self, target: Target) -> None:
         self.reclaim(target.provider_id)

@@ -17,9 +17,10 @@ alike, the calls the controller and the tests make, answered as EC2 answers them
 
 Reservations live on moto's EC2 backend (a moto reset drops them). ``add_reservation``
 seeds one as the cloud's own doing (with a chosen id, or as a Capacity Block, which EC2
-sells rather than creates), and ``hold_outside`` fills a reservation's free slots with
-instances outside the cluster (another team's launches), as the simulator's capacity
-outages do.
+sells rather than creates), ``instances_in`` and ``expire`` are EC2's side of a
+reservation's end (the simulator plays it on its clock), and ``hold_outside`` fills a
+reservation's free slots with instances outside the cluster (another team's launches), as
+the simulator's capacity outages do.
 """
 
 from __future__ import annotations
@@ -124,6 +125,17 @@ def add_reservation(account_id: str, region: str, reservation: CapacityReservati
     reservation.owner_id, reservation.region = account_id, region
     reservations(ec2_backends[account_id][region])[reservation.id] = reservation
     return reservation.id
+
+
+def instances_in(account_id: str, region: str, reservation_id: str) -> list[str]:
+    """The instances running in a reservation now, sorted."""
+    backend = ec2_backends[account_id][region]
+    return sorted(reservations(backend)[reservation_id].instances)
+
+
+def expire(account_id: str, region: str, reservation_id: str) -> None:
+    """The reservation reached its end: ``expired``, no slot left to launch into."""
+    reservations(ec2_backends[account_id][region])[reservation_id].state = "expired"
 
 
 def new_reservation_id() -> str:

@@ -183,14 +183,13 @@ class Observer:
         self._operator_event("LeaderElected", f"replica {identity} took the Lease")
 
     def _operator_event(self, reason: str, message: str) -> None:
+        self.record_event("Operator", "joiner", reason, message)
+
+    def record_event(self, kind: str, name: str, reason: str, message: str) -> None:
+        """An event of the run that is not a Kubernetes Event (the operator's restarts,
+        EC2's doings)."""
         self.events.append(
-            EventRecord(
-                time=self.elapsed(),
-                kind="Operator",
-                name="joiner",
-                reason=reason,
-                message=message,
-            )
+            EventRecord(time=self.elapsed(), kind=kind, name=name, reason=reason, message=message)
         )
 
     # --- integration over time ------------------------------------------------------------

@@ -23,8 +23,13 @@ from typing import Any, ClassVar
 from joiner import yamlio
 from joiner.api import labels as wk
 from joiner.api.duration import DurationError, format_duration, parse_duration
-from joiner.api.ec2nodeclass import RESERVATION_TYPE_DEFAULT, RESERVATION_TYPES
+from joiner.api.ec2nodeclass import (
+    RESERVATION_TYPE_CAPACITY_BLOCK,
+    RESERVATION_TYPE_DEFAULT,
+    RESERVATION_TYPES,
+)
 from joiner.api.quantity import QuantityError, parse_quantity
+from joiner.cloudprovider.aws.capacityreservations import CAPACITY_BLOCK_EXPIRING_SECONDS
 from joiner.cloudprovider.fake import new_instance_type
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.convert import ConversionError, conversion_warnings, convert_objects, is_old_kind
@@ -139,6 +144,12 @@ class ReservationSpec:
     type: str = RESERVATION_TYPE_DEFAULT
     match_criteria: str = "open"
     tags: Mapping[str, str] = field(default_factory=dict)
+    ends_after: float | None = None  # virtual seconds from the start; None: never ends
+
+    @property
+    def ending_block(self) -> bool:
+        """A Capacity Block with an end: EC2 warns, then takes its instances back."""
+        return self.type == RESERVATION_TYPE_CAPACITY_BLOCK and self.ends_after is not None
 
 
 @dataclass(frozen=True)
@@ -453,14 +464,29 @@ def _scenario(document: Any, base_dir: Path, source: Path | None) -> Scenario:
     steps = _steps(spec.get("steps"), cluster, cloud, known)
     _check_node_lifetimes(objects, steps, cloud)
     limits = _limits(spec.get("limits"))
-    interrupt = next((s for s in steps if isinstance(s, InterruptStep)), None)
-    if cloud.enforce_iam and interrupt is not None:
-        raise ScenarioError(
-            f"spec.steps[{interrupt.index}].interrupt: not with spec.cloud.enforceIAM (the "
-            "simulated interruption queue and its events are not principals of the account)"
-        )
+    _check_event_sources(cloud, steps)
     return Scenario(
         name, cluster, cloud, settings, nodes, objects, steps, source, limits, conversion_warnings
+    )
+
+
+def _check_event_sources(cloud: CloudSpec, steps: Sequence[Step]) -> None:
+    """Interrupt steps and ending capacity blocks send EC2's events through the simulated
+    interruption queue, whose calls are not principals of the account: not with
+    ``enforceIAM``."""
+    if not cloud.enforce_iam:
+        return
+    interrupt = next((s for s in steps if isinstance(s, InterruptStep)), None)
+    if interrupt is not None:
+        where = f"spec.steps[{interrupt.index}].interrupt"
+    else:
+        ending = [i for i, r in enumerate(cloud.capacity_reservations) if r.ending_block]
+        if not ending:
+            return
+        where = f"spec.cloud.capacityReservations[{ending[0]}].endsAfter"
+    raise ScenarioError(
+        f"{where}: not with spec.cloud.enforceIAM (the simulated interruption queue and its "
+        "events are not principals of the account)"
     )
 
 
@@ -615,7 +641,16 @@ def _reservation(raw: Any, where: str, cluster: ClusterSpec) -> ReservationSpec:
     _keys(
         entry,
         where,
-        ("id", "instanceType", "zone", "count", "type", "instanceMatchCriteria", "tags"),
+        (
+            "id",
+            "instanceType",
+            "zone",
+            "count",
+            "type",
+            "instanceMatchCriteria",
+            "tags",
+            "endsAfter",
+        ),
     )
     reservation_id = None
     if entry.get("id") is not None:
@@ -625,19 +660,34 @@ def _reservation(raw: Any, where: str, cluster: ClusterSpec) -> ReservationSpec:
     zone = _string(entry.get("zone"), f"{where}.zone")
     if zone not in cluster.zones:
         raise ScenarioError(f"{where}.zone: {zone!r} is not a zone of the cluster")
+    reservation_type = _choice(entry.get("type", "default"), f"{where}.type", RESERVATION_TYPES)
     return ReservationSpec(
         id=reservation_id,
         instance_type=_string(entry.get("instanceType"), f"{where}.instanceType"),
         zone=zone,
         count=_count(entry.get("count"), f"{where}.count", minimum=1, maximum=MAX_RESERVED),
-        type=_choice(entry.get("type", "default"), f"{where}.type", RESERVATION_TYPES),
+        type=reservation_type,
         match_criteria=_choice(
             entry.get("instanceMatchCriteria", "open"),
             f"{where}.instanceMatchCriteria",
             ("open", "targeted"),
         ),
         tags=_string_map(entry.get("tags"), f"{where}.tags"),
+        ends_after=_ends_after(entry.get("endsAfter"), f"{where}.endsAfter", reservation_type),
     )
+
+
+def _ends_after(raw: Any, where: str, reservation_type: str) -> float | None:
+    if raw is None:
+        return None
+    seconds = _duration(raw, where)
+    warned = CAPACITY_BLOCK_EXPIRING_SECONDS  # a block lasts longer than EC2's warning
+    if reservation_type == RESERVATION_TYPE_CAPACITY_BLOCK and seconds <= warned:
+        raise ScenarioError(
+            f"{where}: a capacity block must last more than 40m (EC2 warns 40 minutes "
+            f"before its end), got {raw!r}"
+        )
+    return seconds
 
 
 def _price_table(path: Path) -> dict[str, float]:

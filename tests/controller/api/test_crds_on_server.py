@@ -399,7 +399,9 @@ def test_the_capacity_reservations_joiner_writes_are_a_valid_status(installed: S
         "ReservationType": "capacity-block",
         "EndDate": datetime(2030, 1, 1, tzinfo=UTC),
     }
-    entry = status_entry(described)
+    # 30 minutes before the block's end: the resolver writes it expiring
+    entry = status_entry(described, described["EndDate"].timestamp() - 1800)
+    assert entry["state"] == "expiring"
     nodeclass = testing.ec2nodeclass(
         "status-capacity-reservations",
         capacityReservationSelectorTerms=[{"id": described["CapacityReservationId"]}],

@@ -23,7 +23,7 @@ def test_a_deleted_class_waits_for_its_nodeclaims_then_the_provider_cleans_up():
     state = ClusterState(clock)
     finalized: list[str] = []
     controller = NodeClassStatus(
-        kube, state, lambda nc: {"conditions": []}, lambda nc: finalized.append(nc.name)
+        kube, state, clock, lambda nc: {"conditions": []}, lambda nc: finalized.append(nc.name)
     )
     kube.create(NODECLASS)
     controller.reconcile("default")

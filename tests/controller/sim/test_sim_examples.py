@@ -15,6 +15,7 @@ SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))
 def test_the_examples_are_there():
     assert [p.name for p in SCENARIOS] == [
         "balanced.yaml",
+        "capacity-block.yaml",
         "explain-disruption.yaml",
         "explain-pending.yaml",
         "gpu.yaml",

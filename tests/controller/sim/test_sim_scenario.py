@@ -1103,11 +1103,34 @@ def test_capacity_reservations_are_read_for_aws(scenario_doc):
         ({**RESERVATION, "type": "block"}, "[0].type: must be one of default, capacity-block"),
         ({**RESERVATION, "size": 1}, "[0]: unknown field"),
         ({"zone": "zone-a", "count": 1}, "[0].instanceType: "),
+        ({**RESERVATION, "endsAfter": "soon"}, "[0].endsAfter: invalid duration 'soon'"),
+        (
+            {**RESERVATION, "type": "capacity-block", "endsAfter": "40m"},
+            "[0].endsAfter: a capacity block must last more than 40m (EC2 warns 40 minutes "
+            "before its end), got '40m'",
+        ),
     ],
 )
 def test_capacity_reservation_errors_name_the_field(scenario_doc, entry, message):
     aws_cloud(scenario_doc, capacityReservations=[entry])
     assert error_of(scenario_doc).startswith("spec.cloud.capacityReservations" + message)
+
+
+def test_a_reservation_ends_after_its_duration(scenario_doc):
+    ending = [{**RESERVATION, "endsAfter": "30m"}, {**RESERVATION, "type": "capacity-block"}]
+    aws_cloud(scenario_doc, capacityReservations=ending)
+    odcr, block = load(scenario_doc).cloud.capacity_reservations
+    assert (odcr.ends_after, odcr.ending_block) == (1800.0, False)
+    assert (block.ends_after, block.ending_block) == (None, False)
+
+
+def test_enforce_iam_does_not_take_an_ending_capacity_block(scenario_doc):
+    block = {**RESERVATION, "type": "capacity-block", "endsAfter": "2h"}
+    aws_cloud(scenario_doc, enforceIAM=True, capacityReservations=[RESERVATION, block])
+    assert error_of(scenario_doc) == (
+        "spec.cloud.capacityReservations[1].endsAfter: not with spec.cloud.enforceIAM (the "
+        "simulated interruption queue and its events are not principals of the account)"
+    )
 
 
 def test_capacity_reservations_are_aws_only(scenario_doc):

@@ -7,6 +7,11 @@ are ORed, and only active reservations that have not ended count, as upstream. A
 ``*`` means "the tag is present". A term that matches nothing is reported (the class's
 ``CapacityReservationsReady`` condition), the others still count.
 
+A Capacity Block is ``expiring`` from 40 minutes before its end (upstream's moment: EC2
+sends its interruption warning then and starts terminating the block's instances ten
+minutes later); its offering is then unavailable and its nodes are drained
+(``joiner.controllers.capacityblock``).
+
 EC2's ``AvailableInstanceCount`` is read at each resolution; between two, the ledger takes
 a slot when a launch into the reservation starts (two NodeClaims never count on one
 slot), gives it back when the launch fails, and a terminated instance's slot back.
@@ -23,12 +28,16 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from joiner.api import ec2nodeclass as api
-from joiner.clock import to_rfc3339
+from joiner.clock import from_rfc3339, to_rfc3339
 from joiner.cloudprovider.aws.selectors import check_term, describe_all, tag_filters
 
 FIELD = "capacityReservationSelectorTerms"
 NOT_FOUND = "InvalidCapacityReservationId.NotFound"
 _ACTIVE = [{"Name": "state", "Values": ["active"]}]
+# EC2 warns of a Capacity Block's end 40 minutes ahead and terminates its instances from
+# 30 minutes ahead; at the warning the block is expiring and its nodes drain (upstream's).
+CAPACITY_BLOCK_EXPIRING_SECONDS = 40 * 60.0
+CAPACITY_BLOCK_RECLAIM_SECONDS = 30 * 60.0
 
 
 @dataclass
@@ -56,7 +65,7 @@ def resolve_capacity_reservations(
         found.update({r["CapacityReservationId"]: r for r in matched})
     ordered = [found[i] for i in sorted(found)]
     return Resolved(
-        [status_entry(r) for r in ordered],
+        [status_entry(r, now) for r in ordered],
         {r["CapacityReservationId"]: int(r.get("AvailableInstanceCount", 0)) for r in ordered},
         unmatched,
     )
@@ -89,8 +98,9 @@ def _ended(reservation: Mapping[str, Any], now: float) -> bool:
     return isinstance(end, datetime) and end.timestamp() <= now
 
 
-def status_entry(reservation: Mapping[str, Any]) -> dict[str, Any]:
-    """A reservation as DescribeCapacityReservations gives it, as the class's status says it."""
+def status_entry(reservation: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """A reservation as DescribeCapacityReservations gives it, as the class's status says it
+    at ``now``."""
     entry: dict[str, Any] = {
         "availabilityZone": reservation["AvailabilityZone"],
         "id": reservation["CapacityReservationId"],
@@ -98,14 +108,41 @@ def status_entry(reservation: Mapping[str, Any]) -> dict[str, Any]:
         "instanceType": reservation["InstanceType"],
         "ownerID": reservation["OwnerId"],
         "reservationType": reservation.get("ReservationType") or api.RESERVATION_TYPE_DEFAULT,
-        "state": "active",
+        "state": api.RESERVATION_STATE_ACTIVE,
     }
     end = reservation.get("EndDate")
     if isinstance(end, datetime):
         entry["endTime"] = to_rfc3339(end.timestamp())
     if reservation.get("Interruptible"):
         entry["interruptible"] = True
+    drain = expiring_at(entry)
+    if drain is not None and now >= drain:
+        entry["state"] = api.RESERVATION_STATE_EXPIRING
     return entry
+
+
+def expiring_at(entry: Mapping[str, Any]) -> float | None:
+    """When a status entry's reservation goes expiring (its nodes drain): a Capacity
+    Block's end less 40 minutes; None for reservations that never do."""
+    end = entry.get("endTime")
+    if entry.get("reservationType") != api.RESERVATION_TYPE_CAPACITY_BLOCK or not end:
+        return None
+    return from_rfc3339(end) - CAPACITY_BLOCK_EXPIRING_SECONDS
+
+
+def next_change(entries: Iterable[Mapping[str, Any]], now: float) -> float | None:
+    """The next moment after ``now`` at which a reservation of ``entries`` goes expiring
+    or ends (its status entry changes or goes), if any."""
+    moments = [
+        moment
+        for entry in entries
+        for moment in (
+            expiring_at(entry),
+            from_rfc3339(entry["endTime"]) if entry.get("endTime") else None,
+        )
+        if moment is not None and moment > now
+    ]
+    return min(moments, default=None)
 
 
 class ReservationLedger:
@@ -122,7 +159,7 @@ class ReservationLedger:
         self._taken: dict[int, str] = {}  # launch (seq it began at) -> reservation
         self._done: list[tuple[int, str]] = []  # (seq it ended at, reservation)
         self._generation = 0
-        self._open: frozenset[str] = frozenset()  # reservations with a free slot
+        self._free_counts: dict[str, int] = {}  # as the offerings last saw them
 
     def token(self) -> int:
         with self._lock:
@@ -185,12 +222,12 @@ class ReservationLedger:
 
     @property
     def generation(self) -> int:
-        """Changes whenever a reservation gains its first free slot or loses its last (what
-        the offerings' availability reads)."""
+        """Changes whenever a reservation's free slots change (what the offerings'
+        availability and capacity read)."""
         return self._generation
 
     def _touch(self) -> None:
-        open_now = frozenset(r for r in self._counts if self._free(r) > 0)
-        if open_now != self._open:
-            self._open = open_now
+        free_now = {r: self._free(r) for r in self._counts}
+        if free_now != self._free_counts:
+            self._free_counts = free_now
             self._generation += 1

@@ -7,7 +7,8 @@ exotic types, spot dearer than on-demand.
 
 A capacity reservation of the class (``status.capacityReservations``) adds a ``reserved``
 offering of its type in its zone (priced by ``PricingProvider.price``: next to free), available
-while the ledger has a free slot.
+while the ledger has a free slot, the reservation is not expiring (a Capacity Block near its
+end) and no interruption warning marked it unavailable.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api.ec2nodeclass import RESERVATION_STATE_EXPIRING
 from joiner.api.requirements import Requirements
 from joiner.clock import Clock
 from joiner.cloudprovider.aws.capacityreservations import ReservationLedger
@@ -88,18 +90,24 @@ def reserved_offerings(
     zones: Iterable[str],
     reservations: Sequence[Mapping[str, Any]],
     pricing: PricingProvider,
-    ledger: ReservationLedger,
+    availability: tuple[ReservationLedger, UnavailableOfferings],
 ) -> list[Offering]:
     """One ``reserved`` offering per reservation of the type in one of the zones."""
     name, zones = info["InstanceType"], set(zones)
+    ledger, unavailable = availability
     return [
         Offering(
             zone=r["availabilityZone"],
             capacity_type=wk.CAPACITY_TYPE_RESERVED,
             price=pricing.price(info, wk.CAPACITY_TYPE_RESERVED, r["availabilityZone"]),
-            available=ledger.available(r["id"]) > 0,
+            available=ledger.available(r["id"]) > 0
+            and r.get("state") != RESERVATION_STATE_EXPIRING
+            and not unavailable.is_unavailable(
+                name, r["availabilityZone"], wk.CAPACITY_TYPE_RESERVED
+            ),
             reservation_id=r["id"],
             reservation_type=r.get("reservationType"),
+            reservation_capacity=ledger.available(r["id"]),
         )
         for r in reservations
         if r["instanceType"] == name and r["availabilityZone"] in zones

@@ -226,7 +226,11 @@ class AWSCloudProvider:
             offerings = build_offerings(infos[name], offered, self.pricing, self.unavailable)
             if name in reserved_types:
                 offerings += reserved_offerings(
-                    infos[name], offered, reservations, self.pricing, self.reservations
+                    infos[name],
+                    offered,
+                    reservations,
+                    self.pricing,
+                    (self.reservations, self.unavailable),
                 )
             if offerings:
                 types.append(with_offerings(shape, offerings, zone_ids))

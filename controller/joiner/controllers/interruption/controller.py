@@ -6,9 +6,11 @@ interruption) each affected NodeClaim gets a ``DisruptionReason=Interrupted``
 condition and is deleted: termination cordons (the disrupted taint) and drains it, and
 its pods, pending again, start a replacement through normal provisioning at once. A
 spot warning also marks the (instance type, zone, spot) offering unavailable for a few
-minutes, so the replacement lands elsewhere. A rebalance recommendation is an event
-only, unless ``replace_on_rebalance`` is set. Every message is deleted, whatever
-happened, so a poison message cannot come back forever.
+minutes, so the replacement lands elsewhere; a capacity reservation warning does the same
+for the (instance type, zone, reserved) offerings (as upstream marks the reservation
+unavailable): the replacement does not go back into the reservation being reclaimed. A
+rebalance recommendation is an event only, unless ``replace_on_rebalance`` is set. Every
+message is deleted, whatever happened, so a poison message cannot come back forever.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ EVENT_REASONS = {
     Kind.SCHEDULED_CHANGE: "InstanceUnhealthy",
     Kind.CAPACITY_RESERVATION_INTERRUPTION: "CapacityReservationInterrupted",
     Kind.INSTANCE_IMPAIRED: "InstanceUnhealthy",
+}
+# The capacity an interruption warning says is being taken back: its offerings are kept out
+# of launches for a few minutes.
+_AVOIDED_CAPACITY = {
+    Kind.SPOT_INTERRUPTION: wk.CAPACITY_TYPE_SPOT,
+    Kind.CAPACITY_RESERVATION_INTERRUPTION: wk.CAPACITY_TYPE_RESERVED,
 }
 STATE_EVENT_REASONS = {"stopping": "InstanceStopping", "stopped": "InstanceStopping"}
 TERMINATING_EVENT_REASON = "InstanceTerminating"
@@ -182,8 +190,8 @@ class Interruption(Controller):
         except NotFound:
             return
         labels = raw["metadata"].get("labels") or {}
-        if message.kind == Kind.SPOT_INTERRUPTION:
-            self._avoid_offering(labels)
+        if message.kind in _AVOIDED_CAPACITY:
+            self._avoid_offering(labels, _AVOIDED_CAPACITY[message.kind])
         if raw["metadata"].get("deletionTimestamp"):
             return  # already draining: a repeat of the message changes nothing
         self._mark_interrupted(raw)
@@ -195,10 +203,10 @@ class Interruption(Controller):
         with contextlib.suppress(NotFound):
             self.kube.delete("NodeClaim", name)
 
-    def _avoid_offering(self, labels: Mapping[str, str]) -> None:
+    def _avoid_offering(self, labels: Mapping[str, str], capacity_type: str) -> None:
         instance_type, zone = labels.get(wk.INSTANCE_TYPE), labels.get(wk.ZONE)
         if instance_type and zone:
-            self.cloud.mark_unavailable(instance_type, zone, wk.CAPACITY_TYPE_SPOT)
+            self.cloud.mark_unavailable(instance_type, zone, capacity_type)
 
     def _mark_interrupted(self, raw: dict[str, Any]) -> None:
         conditions = raw.setdefault("status", {}).setdefault("conditions", [])

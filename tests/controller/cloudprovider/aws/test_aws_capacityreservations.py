@@ -23,7 +23,7 @@ from joiner.api.ec2nodeclass import EC2NodeClass
 from joiner.api.nodeclaim import NodeClaim
 from joiner.api.requirements import Requirements
 from joiner.clock import FakeClock
-from joiner.cloudprovider.aws.capacityreservations import ReservationLedger
+from joiner.cloudprovider.aws.capacityreservations import ReservationLedger, next_change
 from joiner.cloudprovider.aws.cluster import ClusterInfo
 from joiner.cloudprovider.aws.instancetypes import InstanceTypeCatalogue
 from joiner.cloudprovider.aws.nodeclass import NodeClassResolver, is_ready
@@ -161,6 +161,42 @@ def test_an_ended_reservation_is_left_out(env: Env) -> None:
     status, _ = resolve(env, [{"id": ending}], clock)
     assert "capacityReservations" not in status
     assert condition(status)[1] == "NotFound"
+
+
+def _block(end: datetime, zone: str = "us-east-1a") -> str:
+    """A Capacity Block of one m5.large, active now, ending at ``end``."""
+    return add_reservation(
+        DEFAULT_ACCOUNT_ID,
+        "us-east-1",
+        CapacityReservation(
+            new_reservation_id(), "m5.large", zone, 1, reservation_type="capacity-block", end=end
+        ),
+    )
+
+
+def test_a_capacity_block_is_expiring_from_40_minutes_before_its_end(env: Env) -> None:
+    """Upstream's moment: EC2's interruption warning. An ODCR with an end never expires
+    early; the class is looked at again at each moment a reservation changes."""
+    clock = FakeClock()
+    end = datetime.fromtimestamp(clock.now(), UTC) + timedelta(hours=2)
+    block = _block(end)
+    odcr = reserve(env, EndDate=end, EndDateType="limited")
+    terms = [{"id": block}, {"id": odcr}]
+
+    def states() -> dict[str, str]:
+        status, _ = resolve(env, terms, clock)
+        return {r["id"]: r["state"] for r in status["capacityReservations"]}
+
+    drain = end.timestamp() - 40 * 60
+    assert states() == {block: "active", odcr: "active"}
+    status, _ = resolve(env, terms, clock)
+    assert next_change(status["capacityReservations"], clock.now()) == drain
+    clock.advance(drain - clock.now() - 1)
+    assert states() == {block: "active", odcr: "active"}
+    clock.advance(1)
+    assert states() == {block: "expiring", odcr: "active"}
+    status, _ = resolve(env, terms, clock)
+    assert next_change(status["capacityReservations"], clock.now()) == end.timestamp()
 
 
 def test_a_class_without_terms_describes_no_reservation(env: Env) -> None:
@@ -372,6 +408,36 @@ def test_a_capacity_block_is_launched_as_one(stand: Stand, env: Env) -> None:
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     with pytest.raises(InsufficientCapacityError):  # the block is full; nothing else fits
         stand.provider.create(claim("default-2", RESERVED_OR_ON_DEMAND, wants_block))
+
+
+def test_an_expiring_capacity_block_offers_no_slot(stand: Stand, env: Env) -> None:
+    """Nothing launches into a block within 40 minutes of its end (as upstream)."""
+    end = datetime.fromtimestamp(stand.clock.now(), UTC) + timedelta(minutes=39)
+    block = _block(end)
+    nodeclass = stand.add_nodeclass(**{FIELD: [{"id": block}]})
+    assert [r["state"] for r in nodeclass.status["capacityReservations"]] == ["expiring"]
+    [m5] = [it for it in stand.provider.instance_types_for(nodeclass) if it.name == "m5.large"]
+    [reserved] = [o for o in m5.offerings if o.capacity_type == "reserved"]
+    assert (reserved.reservation_id, reserved.available) == (block, False)
+    launched = stand.provider.create(claim("default-1", RESERVED_OR_ON_DEMAND))
+    assert reservation_labels(launched) == {wk.CAPACITY_TYPE: "on-demand"}
+    assert launched_in(env, launched) is None
+
+
+def test_an_interruption_warning_keeps_launches_out_of_the_reservation(
+    stand: Stand, env: Env
+) -> None:
+    """The interruption controller marks (type, zone, reserved) after a capacity
+    reservation's warning: for 3 minutes the reservation's offering is unavailable."""
+    reservation = reserve(env, count=2)
+    nodeclass = stand.add_nodeclass(**{FIELD: [{"id": reservation}]})
+    stand.provider.mark_unavailable("m5.large", "us-east-1a", "reserved")
+    [m5] = [it for it in stand.provider.instance_types_for(nodeclass) if it.name == "m5.large"]
+    [reserved] = [o for o in m5.offerings if o.capacity_type == "reserved"]
+    assert reserved.available is False
+    stand.clock.advance(180)
+    [m5] = [it for it in stand.provider.instance_types_for(nodeclass) if it.name == "m5.large"]
+    assert [o.available for o in m5.offerings if o.capacity_type == "reserved"] == [True]
 
 
 def test_a_node_whose_reservation_left_the_class_drifts(stand: Stand, env: Env) -> None:

@@ -78,6 +78,20 @@ def test_a_spot_interruption_replaces_the_node_away_from_the_interrupted_offerin
     assert published_at < world.cloud.insufficient_capacity[interrupted] <= published_at + 1
 
 
+def test_a_capacity_reservation_warning_keeps_launches_out_of_reservations_of_that_offering(
+    bus: InterruptionBus,
+) -> None:
+    """As upstream marks the reservation unavailable: the replacement of a node whose
+    reservation is being reclaimed does not go back into it."""
+    world = World(bus)
+    (claim,) = world.launch(1)
+    published_at = world.clock.now()
+    world.publish("capacity-reservation-interruption", claim)
+    world.advance(1)
+    assert set(world.cloud.insufficient_capacity) == {("c-4x8", ZONE_A, "reserved")}
+    assert published_at < world.cloud.insufficient_capacity[("c-4x8", ZONE_A, "reserved")]
+
+
 def test_the_interrupted_offering_is_usable_again_after_three_minutes(
     bus: InterruptionBus,
 ) -> None:
