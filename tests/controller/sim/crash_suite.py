@@ -12,7 +12,9 @@ can be hit in turn.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -201,7 +203,8 @@ def run(
     sim.after_instant = checker.at_instant
     cloud_calls = _count_cloud_calls(sim)
     forgotten = _list_forgotten_nominations(sim, remember_nominations)
-    result = sim.run()
+    with _no_log_records():
+        result = sim.run()
     checker.at_end()
     outcome = Outcome(
         result,
@@ -212,6 +215,20 @@ def run(
         forgotten,
     )
     return outcome
+
+
+@contextlib.contextmanager
+def _no_log_records() -> Iterator[None]:
+    """No log record is made while a run goes. The controller logs the faults injected
+    into it, with their tracebacks, and pytest keeps every record of a test call until
+    it ends; the property test is one call for all the runs of a leg (thousands), and the
+    tracebacks kept their simulations alive: the process grew by gigabytes."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
 
 
 def _list_forgotten_nominations(sim: Simulation, remember: bool) -> list[ForgottenNomination]:

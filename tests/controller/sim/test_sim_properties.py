@@ -23,6 +23,8 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from joiner import testing
 from joiner.controllers.disruption.orchestration import Orchestrator, Recovery
+from joiner.sim.engine import Simulation
+from joiner.sim.scenario import scenario_from_document
 
 WORKLOADS = int(os.environ.get("JOINER_CRASH_WORKLOADS", "8"))
 POINTS = int(os.environ.get("JOINER_CRASH_POINTS", "80"))
@@ -249,3 +251,16 @@ def test_a_double_launch_after_a_restart_is_not_held_by_a_forgotten_nomination(
         )
         is None
     )
+
+
+def test_a_run_leaves_no_log_record_for_pytest_to_keep(caplog: pytest.LogCaptureFixture):
+    """The controller logs an injected 500 (with its traceback) and pytest keeps every
+    record of the test call, which is all of a leg's runs: the suite's runs make none
+    (the tracebacks kept each simulation alive, gigabytes over a leg)."""
+    workload, _ = _pinned_workload("restart-mid-replacement.yaml")
+    fault = {"fault": {"kube": {"error": "500", "after": 0}}}  # the first call
+    Simulation(scenario_from_document(workload.with_fault(fault))).run()
+    assert any(record.exc_info for record in caplog.records)  # the same run, outside the suite
+    caplog.clear()
+    crash_suite.run(workload, fault)
+    assert caplog.records == []
