@@ -5,14 +5,38 @@ instance type lists, node classes) until they change, and never edit them in pla
 a new version is a new object. So "the same objects as last time" can be told by
 identity, which is far cheaper than comparing contents, and what was worked out from
 them still holds.
+
+A cache holds the objects its values came from, so a process that is done with a
+cluster (a simulation that ended) must empty the caches (``forget_all``): they would
+keep its objects alive until each filled up, and a process running thousands of
+simulations (the crash property suite) grew to 6 GB that way.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+_every_cache: weakref.WeakSet[IdentityCache] = weakref.WeakSet()
+_other_caches: list[Callable[[], None]] = []  # how to empty the caches of another shape
+
+
+def forget_all() -> None:
+    """Empty every cache of the process (each ``IdentityCache`` and those registered with
+    ``also_forget``): nothing they hold is used again."""
+    for cache in list(_every_cache):
+        cache.clear()
+    for clear in _other_caches:
+        clear()
+
+
+def also_forget(clear: Callable[[], None]) -> None:
+    """Have ``forget_all`` call ``clear``: a cache by identity that is not an
+    ``IdentityCache`` (a hot path's plain dict)."""
+    _other_caches.append(clear)
 
 
 class IdentityCache(Generic[T]):
@@ -28,6 +52,11 @@ class IdentityCache(Generic[T]):
         self._size = size
         self._values: dict[tuple, tuple[tuple[object, ...], T]] = {}
         self._slots: dict[Hashable, tuple] = {}  # slot -> the key of its latest value
+        _every_cache.add(self)
+
+    def clear(self) -> None:
+        self._values.clear()
+        self._slots.clear()
 
     def get(self, objects: Sequence[object], key: Hashable = ()) -> T | None:
         """The value remembered for these very objects, or None."""
@@ -38,8 +67,7 @@ class IdentityCache(Generic[T]):
         self, objects: Sequence[object], value: T, key: Hashable = (), slot: Hashable = None
     ) -> None:
         if len(self._values) >= self._size:
-            self._values.clear()
-            self._slots.clear()
+            self.clear()
         entry = (tuple(map(id, objects)), key)
         if slot is not None:
             replaced = self._slots.get(slot)

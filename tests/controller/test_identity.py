@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 
+from joiner import identity
 from joiner.identity import IdentityCache
 
 
@@ -83,3 +84,16 @@ def test_the_same_objects_under_their_slot_again_keep_their_value() -> None:
     cache.remember(pods, counting(calls, "first"), slot="node-a")
     assert cache.remember(list(pods), counting(calls, "second"), slot="node-a") == "first"
     assert calls == ["first"]
+
+
+def test_forget_all_empties_every_cache_and_the_registered_ones() -> None:
+    first: IdentityCache[str] = IdentityCache(8)
+    second: IdentityCache[str] = IdentityCache(8)
+    pods, calls = [{"name": "a"}], []
+    first.remember(pods, counting(calls, "one"))
+    second.remember(pods, counting(calls, "two"), slot="node-a")
+    other = {1: "held"}
+    identity.also_forget(other.clear)
+    identity.forget_all()
+    assert first.get(pods) is None and second.get(pods) is None and other == {}
+    assert second.remember(pods, counting(calls, "again"), slot="node-a") == "again"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+from joiner import identity
 from joiner.api import resources as res
 from joiner.api.resources import ResourceList
 from joiner.scheduling.model import Pod
@@ -34,6 +35,7 @@ def _parsed(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
 # pod on every node. The entry holds the pod, so its id cannot be reused while cached.
 _REQUESTS_CACHE_SIZE = 20_000
 _requests_by_pod: dict[int, tuple[Pod, ResourceList]] = {}
+identity.also_forget(_requests_by_pod.clear)
 
 
 def pod_requests(pod: Pod, runtime_classes: Mapping[str, ResourceList]) -> ResourceList:

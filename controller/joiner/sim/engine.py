@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from joiner import identity
 from joiner.api import labels as wk
 from joiner.api import resources as res
 from joiner.api.conditions import TRUE, set_condition
@@ -304,10 +305,12 @@ class Simulation:
             self.close()
 
     def close(self) -> None:
-        """Release the embedded AWS pieces (moto), whatever happened."""
+        """Release the embedded AWS pieces (moto), whatever happened, and what the
+        process's caches hold of this run (``identity.forget_all``)."""
         if self.interruptions is not None:
             self.interruptions.close()
         self.cloud.close()
+        identity.forget_all()
 
     def _run(self) -> SimulationResult:
         self._plan_reservation_ends()

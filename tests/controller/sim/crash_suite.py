@@ -12,7 +12,9 @@ can be hit in turn.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,7 +26,7 @@ from joiner.api import labels as wk
 from joiner.api import nodeclaim as nc
 from joiner.api import resources as res
 from joiner.api.conditions import get_condition
-from joiner.controllers.disruption.controller import PASS_INTERVAL
+from joiner.controllers.disruption.controller import PASS_INTERVAL, VALIDATION_DELAY
 from joiner.controllers.garbagecollection import INTERVAL, ORPHAN_GRACE
 from joiner.sim.engine import Simulation
 from joiner.sim.result import SimulationResult
@@ -170,6 +172,17 @@ def _spread(first: int, last: int, count: int) -> list[int]:
 # --- running and checking ---------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ForgottenNomination:
+    """A node nominated for pending pods when the controller restarted: the fresh one
+    does not know it, as a restarted Karpenter does not (a StateNode's ``nominatedUntil``
+    is in memory only). Times in seconds since the start of the run."""
+
+    node: str
+    restart: float
+    until: float  # when the nomination would have run out
+
+
 @dataclass
 class Outcome:
     result: SimulationResult
@@ -177,14 +190,21 @@ class Outcome:
     reconciles: int = 0
     kube_calls: int = 0
     cloud_calls: int = 0
+    forgotten: list[ForgottenNomination] = field(default_factory=list)
 
 
-def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
+def run(
+    workload: Workload, fault: dict[str, Any] | None, remember_nominations: bool = False
+) -> Outcome:
+    """``remember_nominations``: a restarted controller is handed the nominations of the
+    one it replaces (a real one cannot be), to tell what forgetting them changed."""
     sim = Simulation(scenario_from_document(workload.with_fault(fault)))
     checker = Invariants(sim, workload)
     sim.after_instant = checker.at_instant
     cloud_calls = _count_cloud_calls(sim)
-    result = sim.run()
+    forgotten = _list_forgotten_nominations(sim, remember_nominations)
+    with _no_log_records():
+        result = sim.run()
     checker.at_end()
     outcome = Outcome(
         result,
@@ -192,8 +212,45 @@ def run(workload: Workload, fault: dict[str, Any] | None) -> Outcome:
         sim.replicas.reconciles(),
         sim.faults.kube.calls,
         cloud_calls(),
+        forgotten,
     )
     return outcome
+
+
+@contextlib.contextmanager
+def _no_log_records() -> Iterator[None]:
+    """No log record is made while a run goes. The controller logs the faults injected
+    into it, with their tracebacks, and pytest keeps every record of a test call until
+    it ends; the property test is one call for all the runs of a leg (thousands), and the
+    tracebacks kept their simulations alive: the process grew by gigabytes."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+def _list_forgotten_nominations(sim: Simulation, remember: bool) -> list[ForgottenNomination]:
+    """The nominations each restart of ``sim`` drops (filled as it runs); with
+    ``remember``, the fresh controller gets them back, until they would have run out."""
+    forgotten: list[ForgottenNomination] = []
+    restart = sim.restart_operator
+
+    def restarting() -> None:
+        state, now, elapsed = sim.operator.state, sim.clock.now(), sim.observer.elapsed()
+        held = {name: state.nominated_until(name) for name in {*state.nodeclaims, *state.nodes}}
+        held = {name: until for name, until in held.items() if until > now}
+        forgotten.extend(
+            ForgottenNomination(name, elapsed, elapsed + until - now)
+            for name, until in sorted(held.items())
+        )
+        restart()
+        if remember:  # the state has no setter for this: no real controller restores it
+            sim.operator.state._node_nominated_until.update(held)
+
+    sim.restart_operator = restarting  # type: ignore[method-assign]
+    return forgotten
 
 
 def _count_cloud_calls(sim: Simulation):
@@ -312,9 +369,12 @@ def _given_up(outcome: Outcome) -> int:
     return sum(1 for e in outcome.result.events if e.kind == "NodeClaim" and e.reason in LIVENESS)
 
 
+def _allowed_nodeclaims(baseline: Outcome, faulted: Outcome) -> int:
+    return baseline.result.totals.nodeclaims_created + _given_up(faulted)
+
+
 def _too_many_nodeclaims(baseline: Outcome, faulted: Outcome) -> bool:
-    allowed = baseline.result.totals.nodeclaims_created + _given_up(faulted)
-    return faulted.result.totals.nodeclaims_created > allowed
+    return faulted.result.totals.nodeclaims_created > _allowed_nodeclaims(baseline, faulted)
 
 
 def same_count_later(workload: Workload, created: int) -> int | None:
@@ -341,6 +401,50 @@ def explained_by_phase(
     if len(problems) != 1 or not _too_many_nodeclaims(baseline, faulted):
         return None
     return same_count_later(workload, faulted.result.totals.nodeclaims_created)
+
+
+def explained_by_forgotten_nomination(
+    workload: Workload,
+    fault: dict[str, Any],
+    baseline: Outcome,
+    faulted: Outcome,
+    problems: list[str],
+) -> str | None:
+    """Finding 2040's class, a valid Karpenter outcome (docs/operations.md): a restart
+    forgot a node's nomination, and the fresh controller disrupted that node while the
+    nomination would still have kept it: what it says happened, else None. Held only when
+    all of it is so: the fault is a restart; the NodeClaim count is the only problem and
+    one over; the run's own events show the disruption of a node nominated at the
+    restart, decided before the nomination would have run out; and the same run, the
+    fresh controller handed those nominations, passes every check (so forgetting them
+    made the extra NodeClaim, nothing else the restart did)."""
+    one_over = _allowed_nodeclaims(baseline, faulted) + 1
+    if "restart" not in fault or len(problems) != 1:
+        return None
+    if faulted.result.totals.nodeclaims_created != one_over:
+        return None
+    disrupted = _disrupted_while_nominated(faulted)
+    if not disrupted:
+        return None
+    if compare(baseline, run(workload, fault, remember_nominations=True)):
+        return None
+    return "; ".join(disrupted)
+
+
+def _disrupted_while_nominated(outcome: Outcome) -> list[str]:
+    """The disruptions of nodes whose nomination a restart forgot, decided (their
+    command validated ``VALIDATION_DELAY`` before it is carried out, at most) after the
+    restart and before the nomination would have run out."""
+    return [
+        f"{event.name}, nominated until {forgotten.until:.0f}s, forgotten by the restart "
+        f"at {forgotten.restart:.0f}s: {event.message} at {event.time:.0f}s"
+        for forgotten in outcome.forgotten
+        for event in outcome.result.events
+        if event.kind == "NodeClaim"
+        and event.reason == "DisruptionTerminating"
+        and event.name == forgotten.node
+        and forgotten.restart <= event.time < forgotten.until + VALIDATION_DELAY
+    ]
 
 
 def phase_note(workload: Workload, faulted: Outcome, baseline: Outcome) -> str:

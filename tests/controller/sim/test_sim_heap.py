@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 
+from joiner.controllers.disruption import candidates
+from joiner.scheduling import occupancy, pods, solver
 from joiner.sim.engine import Simulation
 from joiner.sim.heap import FULL_COLLECTION_SPACING, full_collections_spaced
 from joiner.sim.progress import Progress
@@ -33,3 +35,17 @@ def test_a_run_spaces_full_collections_while_it_runs():
     Simulation(load_scenario(to_text(BASE_SCENARIO)), progress=report).run()
     assert seen and {t[2] for t in seen} == {max(before[2], FULL_COLLECTION_SPACING)}
     assert gc.get_threshold() == before
+
+
+def test_a_finished_run_leaves_nothing_in_the_process_caches():
+    """The caches by identity hold the objects their values came from: a run that ended
+    empties them, or a process running thousands of simulations (the crash property
+    suite) keeps each one's pods and nodes alive until the caches fill (it grew to 6 GB)."""
+    Simulation(load_scenario(to_text(BASE_SCENARIO))).run()
+    held = {
+        "solver": len(solver._facts._values),
+        "occupancy": len(occupancy._remembered._values) + len(occupancy._by_list._values),
+        "candidates": len(candidates._machines._values) + len(candidates._made._values),
+        "requests": len(pods._requests_by_pod),
+    }
+    assert held == {"solver": 0, "occupancy": 0, "candidates": 0, "requests": 0}
