@@ -44,8 +44,10 @@ def test_network_is_tagged_for_discovery(program):
     vpc = program.one("aws:ec2/vpc:Vpc")
     assert vpc.inputs["cidrBlock"] == "10.0.0.0/16"
     subnets = program.of_type("aws:ec2/subnet:Subnet")
-    private = [s for s in subnets if "private" in s.name]
-    public = [s for s in subnets if "public" in s.name]
+    # registered as their zones resolve, in no fixed order: read them by zone
+    by_zone = sorted(subnets, key=lambda s: s.inputs["availabilityZone"])
+    private = [s for s in by_zone if "private" in s.name]
+    public = [s for s in by_zone if "public" in s.name]
     assert [s.inputs["cidrBlock"] for s in private] == ["10.0.0.0/18", "10.0.64.0/18"]
     assert [s.inputs["availabilityZone"] for s in private] == ["us-west-2a", "us-west-2b"]
     assert all(s.inputs["tags"]["karpenter.sh/discovery"] == "demo" for s in private)
