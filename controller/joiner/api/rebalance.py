@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from joiner.api import labels as wk
+from joiner.api.annotations import field_of
 from joiner.api.duration import DurationError, parse_duration
 from joiner.api.validation import FieldError
 
@@ -38,7 +39,7 @@ KNOWN = (ENABLED, EVICTIONS_PER_HOUR, PODS_PER_MOVE, MIN_SAVING_PER_EVICTION, AM
 DEFAULT_EVICTIONS_PER_HOUR = 200
 DEFAULT_PODS_PER_MOVE = 100
 DEFAULT_MIN_SAVING_PER_EVICTION = 0.001  # $/hour per pod evicted
-DEFAULT_AMORTISATION = "1h"
+DEFAULT_AMORTISATION = 3600.0  # seconds: an hour
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class RebalanceSettings:
     evictions_per_hour: int = DEFAULT_EVICTIONS_PER_HOUR
     pods_per_move: int = DEFAULT_PODS_PER_MOVE
     min_saving_per_eviction: float = DEFAULT_MIN_SAVING_PER_EVICTION
-    amortisation: float = 3600.0  # seconds (DEFAULT_AMORTISATION)
+    amortisation: float = DEFAULT_AMORTISATION  # seconds
 
 
 def rebalance_settings(metadata: Any) -> tuple[RebalanceSettings, list[FieldError]]:
@@ -64,7 +65,7 @@ def rebalance_settings(metadata: Any) -> tuple[RebalanceSettings, list[FieldErro
     }
     unknown = [k for k in annotations if k.startswith(f"{ENABLED}-") and k not in KNOWN]
     errors += [
-        FieldError(_path(key), f"unknown rebalance setting; expected one of {', '.join(KNOWN)}")
+        FieldError(field_of(key), f"unknown rebalance setting; expected one of {', '.join(KNOWN)}")
         for key in sorted(unknown)
     ]
     if errors:
@@ -76,12 +77,8 @@ def rebalance_settings(metadata: Any) -> tuple[RebalanceSettings, list[FieldErro
         min_saving_per_eviction=values.get(
             MIN_SAVING_PER_EVICTION, DEFAULT_MIN_SAVING_PER_EVICTION
         ),
-        amortisation=values.get(AMORTISATION, _duration(DEFAULT_AMORTISATION)),
+        amortisation=values.get(AMORTISATION, DEFAULT_AMORTISATION),
     ), []
-
-
-def _path(key: str) -> str:
-    return f"metadata.annotations[{key}]"
 
 
 def _read(
@@ -94,7 +91,7 @@ def _read(
     try:
         return reader(value)
     except ValueError as error:
-        errors.append(FieldError(_path(key), f"{error}, got {value!r}"))
+        errors.append(FieldError(field_of(key), f"{error}, got {value!r}"))
         return None
 
 
